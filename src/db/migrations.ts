@@ -1,0 +1,47 @@
+// Applies the committed migrations under prisma/migrations with the WebAssembly schema engine.
+// Applying is idempotent (the engine records applied migrations in _prisma_migrations).
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import type { MigrationList } from '@prisma/schema-engine-wasm/schema_engine_bg';
+import { openSchemaEngine } from './schema-engine.js';
+
+export const SCHEMA_PATH = fileURLToPath(new URL('../../prisma/schema.prisma', import.meta.url));
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
+
+export async function loadMigrationList(): Promise<MigrationList> {
+  const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true }).catch(() => []);
+  const folders = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const migrationDirectories = await Promise.all(
+    folders.map(async (folder) => ({
+      path: folder,
+      migrationFile: {
+        path: 'migration.sql',
+        content: { tag: 'ok' as const, value: await readFile(join(MIGRATIONS_DIR, folder, 'migration.sql'), 'utf8') },
+      },
+    })),
+  );
+  const lockfilePath = join(MIGRATIONS_DIR, 'migration_lock.toml');
+  return {
+    baseDir: MIGRATIONS_DIR,
+    lockfile: { path: 'migration_lock.toml', content: await readFile(lockfilePath, 'utf8').catch(() => null) },
+    shadowDbInitScript: '',
+    migrationDirectories,
+  } as MigrationList;
+}
+
+/** Applies every migration not yet applied; returns the names of those it applied. */
+export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  const schema = { path: SCHEMA_PATH, content: await readFile(SCHEMA_PATH, 'utf8') };
+  const engine = await openSchemaEngine(schema, adapterFactory);
+  try {
+    const { appliedMigrationNames } = await engine.applyMigrations({
+      migrationsList: await loadMigrationList(),
+      filters: { externalTables: [], externalEnums: [] },
+    });
+    return appliedMigrationNames;
+  } finally {
+    engine.free();
+  }
+}

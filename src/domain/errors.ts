@@ -1,0 +1,51 @@
+// The single error class of the domain layer: a message for people, a code for programs, the HTTP
+// status the REST door answers with, and extra fields that travel with the error. Both doors render it.
+
+export type ErrorCode =
+  | 'BAD_REQUEST'
+  | 'REQUEST_VARIABLE_MISSING'
+  | 'REQUEST_CONFUSING_VAR'
+  | 'INVITATION_FAILED'
+  | 'UNAUTHORIZED'
+  | 'UNAUTHORIZED_PRINCIPAL'
+  | 'RATE_LIMIT_HIT';
+
+export interface DomainErrorOptions {
+  code?: ErrorCode;
+  status?: number;
+  /** Extra response fields, rendered before `code` in REST bodies. */
+  data?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** The named object does not exist (GraphQL: NotFoundError). */
+  notFound?: boolean;
+}
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly data: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  readonly notFound: boolean;
+
+  constructor(message: string, options: DomainErrorOptions = {}) {
+    super(message);
+    this.name = 'DomainError';
+    this.code = options.code ?? 'BAD_REQUEST';
+    this.status = options.status ?? 400;
+    this.data = options.data ?? {};
+    this.headers = options.headers ?? {};
+    this.notFound = options.notFound ?? false;
+  }
+}
+
+export const badRequest = (message: string, data?: Record<string, unknown>) => new DomainError(message, { data });
+
+export const notFound = (message: string) =>
+  new DomainError(message, { status: 404, notFound: true });
+
+export const unauthorized = (message: string) =>
+  new DomainError(message, {
+    code: 'UNAUTHORIZED',
+    status: 401,
+    headers: { 'WWW-Authenticate': 'Basic realm="zulip"' },
+  });
