@@ -1,0 +1,10 @@
+// What every service call needs from the running application.
+import type { Config } from './config.js';
+import type { Prisma } from './db/database.js';
+
+export interface AppContext {
+  prisma: Prisma;
+  config: Config;
+  /** Wakes the background e-mail worker after new mail was queued (no-op when none runs). */
+  notifyOutbox(): void;
+}

@@ -1,0 +1,31 @@
+// GraphiQL and introspection work without credentials; every other operation needs a valid
+// Basic Authorization header and otherwise fails with HTTP 401 and extensions.code UNAUTHORIZED.
+import { GraphQLError, Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { GraphQLContext } from './context.js';
+
+function isIntrospectionOnly(document: DocumentNode, operationName?: string | null): boolean {
+  const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
+  const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations[0];
+  if (!operation || operation.operation !== 'query') return false;
+  return operation.selectionSet.selections.every(
+    (s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'),
+  );
+}
+
+export function authPlugin(): Plugin<GraphQLContext> {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const context = args.contextValue as GraphQLContext;
+      if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
+      const error = context.authError ?? { message: 'Not logged in: API authentication or user session required', status: 401, headers: {} };
+      const refusal = new GraphQLError(error.message, {
+        extensions: {
+          code: 'UNAUTHORIZED',
+          http: { status: error.status, headers: { 'WWW-Authenticate': 'Basic realm="zulip"' } },
+        },
+      });
+      setResultAndStopExecution({ errors: [refusal] });
+    },
+  };
+}

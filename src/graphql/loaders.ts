@@ -1,0 +1,26 @@
+// DataLoaders, one set per request, so lists of objects load their relations in one query.
+import DataLoader from 'dataloader';
+import type { Prisma } from '../db/database.js';
+
+export interface UserSummary {
+  id: number;
+  email: string;
+  fullName: string;
+  role: number;
+  isBot: boolean;
+}
+
+export function createLoaders(prisma: Prisma) {
+  return {
+    userById: new DataLoader<number, UserSummary | null>(async (ids) => {
+      const users = await prisma.user.findMany({
+        where: { id: { in: [...ids] } },
+        select: { id: true, email: true, fullName: true, role: true, isBot: true },
+      });
+      const byId = new Map(users.map((u) => [u.id, u]));
+      return ids.map((id) => byId.get(id) ?? null);
+    }),
+  };
+}
+
+export type Loaders = ReturnType<typeof createLoaders>;

@@ -1,0 +1,106 @@
+// Expected failures of mutations come back as data: the domain error rendered as the contract's
+// error types, with the same message and code as the REST body.
+import { DomainError, type ErrorCode as DomainErrorCode } from '../../domain/errors.js';
+import { builder } from '../builder.js';
+
+export const ErrorCode = builder.enumType('ErrorCode', {
+  description: "The error codes shared with the REST API's `code` field.",
+  values: [
+    'BAD_REQUEST',
+    'INVITATION_FAILED',
+    'UNAUTHORIZED',
+    'UNAUTHORIZED_PRINCIPAL',
+    'RATE_LIMIT_HIT',
+    'REQUEST_VARIABLE_MISSING',
+    'REQUEST_CONFUSING_VAR',
+  ] as const,
+});
+
+export interface InviteeErrorShape {
+  email: string;
+  reason: string;
+  deactivated: boolean;
+}
+
+export interface ErrorShape {
+  kind: 'BadRequestError' | 'NotFoundError' | 'InvitationFailedError';
+  message: string;
+  code: DomainErrorCode;
+  errors?: InviteeErrorShape[];
+  sentInvitations?: boolean;
+  dailyLimitReached?: boolean;
+  licenseLimitReached?: boolean;
+}
+
+export const ErrorInterface = builder.interfaceRef<ErrorShape>('Error').implement({
+  description:
+    'Every expected failure of a mutation is returned as data, as a type implementing Error. The\nmessage is the same human-readable text the REST API returns in `msg`.',
+  fields: (t) => ({
+    message: t.exposeString('message'),
+    code: t.field({ type: ErrorCode, resolve: (error) => error.code }),
+  }),
+});
+
+const errorObject = (name: ErrorShape['kind'], description: string) =>
+  builder.objectRef<ErrorShape>(name).implement({
+    description,
+    interfaces: [ErrorInterface],
+    isTypeOf: (value) => (value as ErrorShape).kind === name,
+  });
+
+export const BadRequestError = errorObject('BadRequestError', 'The request was refused as a whole; nothing was changed.');
+export const NotFoundError = errorObject('NotFoundError', 'The named object does not exist (REST answers these with HTTP 404).');
+
+export const InviteeError = builder.objectRef<InviteeErrorShape>('InviteeError').implement({
+  description:
+    'One address that was not invited, and why. `deactivated` is the third element of the REST\n`errors` entry: true when the address belongs to a deactivated account.',
+  fields: (t) => ({
+    email: t.exposeString('email'),
+    reason: t.exposeString('reason'),
+    deactivated: t.exposeBoolean('deactivated'),
+  }),
+});
+
+export const InvitationFailedError = builder.objectRef<ErrorShape>('InvitationFailedError').implement({
+  description: 'Some addresses could not be invited (for example they already have accounts); the others were.',
+  interfaces: [ErrorInterface],
+  isTypeOf: (value) => (value as ErrorShape).kind === 'InvitationFailedError',
+  fields: (t) => ({
+    errors: t.field({ type: [InviteeError], resolve: (e) => e.errors ?? [] }),
+    sentInvitations: t.boolean({ resolve: (e) => e.sentInvitations ?? false }),
+    dailyLimitReached: t.boolean({ resolve: (e) => e.dailyLimitReached ?? false }),
+    licenseLimitReached: t.boolean({ resolve: (e) => e.licenseLimitReached ?? false }),
+  }),
+});
+
+/** The contract's error object for a domain error. */
+export function toErrorShape(error: DomainError): ErrorShape {
+  const base = { message: error.message, code: error.code };
+  if (error.code === 'INVITATION_FAILED') {
+    const data = error.data as {
+      errors: [string, string, boolean][];
+      sent_invitations: boolean;
+      daily_limit_reached: boolean;
+      license_limit_reached: boolean;
+    };
+    return {
+      kind: 'InvitationFailedError',
+      ...base,
+      errors: data.errors.map(([email, reason, deactivated]) => ({ email, reason, deactivated })),
+      sentInvitations: data.sent_invitations,
+      dailyLimitReached: data.daily_limit_reached,
+      licenseLimitReached: data.license_limit_reached,
+    };
+  }
+  return { kind: error.notFound ? 'NotFoundError' : 'BadRequestError', ...base };
+}
+
+/** Runs a mutation's service call; a domain error becomes its error object, anything else throws. */
+export async function asResult<T>(work: () => Promise<T>): Promise<T | ErrorShape> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DomainError) return toErrorShape(error);
+    throw error;
+  }
+}

@@ -1,0 +1,12 @@
+// Every GraphQL type registers itself with the builder on import; this file assembles the schema.
+import { builder } from '../builder.js';
+import './scalars.js';
+import './errors.js';
+import './user.js';
+import './channel.js';
+import './attachment.js';
+import './emoji.js';
+import './invitation.js';
+import './direct-message.js';
+
+export const schema = builder.toSchema({ sortSchema: false });

@@ -1,0 +1,34 @@
+// Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth.
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { createYoga } from 'graphql-yoga';
+import type { AppContext } from '../app-context.js';
+import { authenticate } from '../domain/auth/authenticate.js';
+import { DomainError } from '../domain/errors.js';
+import { authPlugin } from './auth-plugin.js';
+import { newContext, type GraphQLContext } from './context.js';
+import { schema } from './schema/index.js';
+
+export function createGraphQLHandler(app: AppContext) {
+  return createYoga<Record<string, unknown>, GraphQLContext>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    renderGraphiQL,
+    graphiql: {
+      title: 'Team chat administration API',
+      headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
+      shouldPersistHeaders: true,
+    },
+    plugins: [authPlugin()],
+    context: async ({ request }) => {
+      const header = request.headers.get('authorization');
+      if (!header) return newContext(app, null, null);
+      try {
+        return newContext(app, await authenticate(app.prisma, header), null);
+      } catch (error) {
+        if (error instanceof DomainError) return newContext(app, null, error);
+        throw error;
+      }
+    },
+  });
+}

@@ -1,0 +1,94 @@
+// Method dispatch for /api/v1 (behaviour.md 1.2 and 2): route match, OPTIONS and 405 before any
+// authentication, then Basic auth, then the handler. Every failure becomes the JSON envelope.
+import type { AppContext } from '../app-context.js';
+import { authenticate, notLoggedIn } from '../domain/auth/authenticate.js';
+import { DomainError } from '../domain/errors.js';
+import { errorResponse, jsonResponse } from './envelope.js';
+import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface RestRoute {
+  /** Matched against the raw (still percent-encoded) path after /api/v1; groups become path params. */
+  pattern: RegExp;
+  /** In declaration order: it is the order of `allowed_methods`. */
+  methods: Partial<Record<Method, RestHandler>>;
+  /** Handlers that need no credentials (e.g. server_settings). */
+  publicMethods?: Partial<Record<Method, PublicRestHandler>>;
+}
+
+export const API_PREFIX = '/api/v1';
+
+function declaredMethods(route: RestRoute): string[] {
+  const methods = Object.keys({ ...route.publicMethods, ...route.methods });
+  return methods.includes('GET') ? [...methods, 'HEAD'] : methods;
+}
+
+function matchRoute(routes: RestRoute[], path: string) {
+  for (const route of routes) {
+    const match = route.pattern.exec(path);
+    if (match) {
+      const pathParams: Record<string, string> = {};
+      for (const [name, value] of Object.entries(match.groups ?? {})) pathParams[name] = decodeURIComponent(value);
+      return { route, pathParams };
+    }
+  }
+  return undefined;
+}
+
+export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext): Promise<Response> {
+  try {
+    const path = new URL(request.url).pathname.slice(API_PREFIX.length);
+    const matched = matchRoute(routes, path);
+    if (!matched) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
+    return await dispatchMethod(matched.route, matched.pathParams, request, app);
+  } catch (error) {
+    if (error instanceof DomainError) return errorResponse(error);
+    if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
+    console.error(error);
+    return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
+  }
+}
+
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext) {
+  const allowed = declaredMethods(route);
+  const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
+  if (request.method === 'OPTIONS') {
+    return new Response(null, { status: 204, headers: { Allow: [...allowed].sort().join(', ') } });
+  }
+  const publicHandler = route.publicMethods?.[method];
+  const handler = route.methods[method];
+  if (!publicHandler && !handler) {
+    return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
+  }
+  const params = await readParams(request);
+  if (publicHandler) return publicHandler({ params, path, app });
+  const actor = await authenticateRequest(request, app);
+  if (actor instanceof Response) return actor;
+  return handler!({ actor, params, path, app });
+}
+
+async function authenticateRequest(request: Request, app: AppContext) {
+  const header = request.headers.get('authorization');
+  if (header) return authenticate(app.prisma, header);
+  if (prefersHtml(request.headers.get('accept') ?? '')) {
+    const { pathname } = new URL(request.url);
+    return new Response(null, { status: 302, headers: { Location: `/login/?next=${encodeURIComponent(pathname)}` } });
+  }
+  throw notLoggedIn();
+}
+
+/** A browser: text/html ranks above application/json in Accept. */
+function prefersHtml(accept: string): boolean {
+  const quality = (type: string) => {
+    for (const part of accept.split(',')) {
+      const [name, ...rest] = part.trim().split(';');
+      if (name?.trim() === type) {
+        const q = rest.find((p) => p.trim().startsWith('q='));
+        return q ? Number(q.trim().slice(2)) : 1;
+      }
+    }
+    return 0;
+  };
+  return quality('text/html') > quality('application/json');
+}

@@ -1,0 +1,24 @@
+// The reference's JSON envelope: compact JSON with a trailing newline, `result` and `msg` first,
+// data fields next, and `code` last on errors; never-cache headers on every response.
+import { DomainError } from '../domain/errors.js';
+
+const NEVER_CACHE: Record<string, string> = {
+  'Cache-Control': 'max-age=0, no-cache, no-store, must-revalidate, private',
+};
+
+export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body) + '\n', {
+    status,
+    headers: { 'Content-Type': 'application/json', Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
+  });
+}
+
+export function successResponse(data: Record<string, unknown> = {}, ignoredParameters: string[] = []): Response {
+  const body: Record<string, unknown> = { result: 'success', msg: '', ...data };
+  if (ignoredParameters.length > 0) body.ignored_parameters_unsupported = ignoredParameters;
+  return jsonResponse(body);
+}
+
+export function errorResponse(error: DomainError): Response {
+  return jsonResponse({ result: 'error', msg: error.message, ...error.data, code: error.code }, error.status, error.headers);
+}

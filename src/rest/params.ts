@@ -1,0 +1,96 @@
+// Typed request parameters, parsed the way the reference's @typed_endpoint does (behaviour.md 1.3):
+// form body first, then the query string, last value wins; declared order; first failure wins;
+// JSON-typed values validated strictly, with the reference's message templates.
+import { DomainError } from '../domain/errors.js';
+
+/** Validates a decoded JSON value; `at` is the name with its nested position, e.g. `stream_ids[0]`. */
+export type JsonCheck<T> = (value: unknown, at: string) => T;
+
+export interface ParamSpec<T> {
+  /** Raw text (no JSON decoding), or a JSON text validated by the check. */
+  read: (raw: string, name: string) => T;
+}
+
+export type ParamSource = ReadonlyMap<string, string>;
+
+function fail(message: string): never {
+  throw new DomainError(message);
+}
+
+export const jsonInt: JsonCheck<number> = (value, at) =>
+  typeof value === 'number' && Number.isInteger(value) ? value : fail(`${at} is not an integer`);
+
+export const jsonBool: JsonCheck<boolean> = (value, at) =>
+  typeof value === 'boolean' ? value : fail(`${at} is not a boolean`);
+
+export const jsonList =
+  <T>(item: JsonCheck<T>): JsonCheck<T[]> =>
+  (value, at) =>
+    Array.isArray(value) ? value.map((v, i) => item(v, `${at}[${i}]`)) : fail(`${at} is not a list`);
+
+export const jsonNullable =
+  <T>(inner: JsonCheck<T>): JsonCheck<T | null> =>
+  (value, at) =>
+    value === null ? null : inner(value, at);
+
+export const jsonOneOf =
+  <T>(inner: JsonCheck<T>, allowed: readonly T[]): JsonCheck<T> =>
+  (value, at) => {
+    const parsed = inner(value, at);
+    return allowed.includes(parsed) ? parsed : fail(`Invalid ${at}: Value error, Not in the list of possible values`);
+  };
+
+export function json<T>(check: JsonCheck<T>): ParamSpec<T> {
+  return {
+    read(raw, name) {
+      let value: unknown;
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        fail(`${name} is not valid JSON`);
+      }
+      return check(value, name);
+    },
+  };
+}
+
+export function text(options: { maxLength?: number } = {}): ParamSpec<string> {
+  return {
+    read(raw, name) {
+      if (options.maxLength !== undefined && [...raw].length > options.maxLength) {
+        fail(`${name} is too long (limit: ${options.maxLength} characters)`);
+      }
+      return raw;
+    },
+  };
+}
+
+export function missing(name: string): DomainError {
+  return new DomainError(`Missing '${name}' argument`, { code: 'REQUEST_VARIABLE_MISSING', data: { var_name: name } });
+}
+
+type Declared = Record<string, { spec: ParamSpec<unknown>; required: boolean }>;
+type Parsed<D extends Declared> = {
+  [K in keyof D]: D[K] extends { spec: ParamSpec<infer T>; required: true } ? T : D[K] extends { spec: ParamSpec<infer T> } ? T | undefined : never;
+};
+
+export const required = <T>(spec: ParamSpec<T>) => ({ spec, required: true as const });
+export const optional = <T>(spec: ParamSpec<T>) => ({ spec, required: false as const });
+
+/**
+ * Parses the declared parameters in declaration order. Returns the values (absent optional ones
+ * are undefined) and the sorted names of request parameters that nothing declared.
+ */
+export function parseParams<D extends Declared>(source: ParamSource, declared: D): { values: Parsed<D>; ignored: string[] } {
+  const values: Record<string, unknown> = {};
+  for (const [name, { spec, required: isRequired }] of Object.entries(declared)) {
+    const raw = source.get(name);
+    if (raw === undefined) {
+      if (isRequired) throw missing(name);
+      continue;
+    }
+    values[name] = spec.read(raw, name);
+  }
+  const ignored = [...source.keys()].filter((name) => !(name in declared)).sort();
+  return { values: values as Parsed<D>, ignored };
+}

@@ -1,0 +1,35 @@
+// What a REST handler receives: the authenticated actor, the request's parameters (form body over
+// query string, last value wins) and the path parameters of its route.
+import type { Actor } from '../domain/auth/authenticate.js';
+import type { AppContext } from '../app-context.js';
+
+export interface RestRequest {
+  actor: Actor;
+  params: Map<string, string>;
+  path: Record<string, string>;
+  app: AppContext;
+}
+
+export type RestHandler = (request: RestRequest) => Promise<Response>;
+export type PublicRestHandler = (request: Omit<RestRequest, 'actor'>) => Promise<Response>;
+
+/** Form fields (urlencoded or multipart; file parts are not parameters) after query parameters. */
+export async function readParams(request: Request): Promise<Map<string, string>> {
+  const url = new URL(request.url);
+  const params = new Map<string, string>();
+  const body = await readForm(request);
+  for (const [name, value] of url.searchParams) params.set(name, value);
+  for (const [name, value] of body) params.set(name, value);
+  return params;
+}
+
+async function readForm(request: Request): Promise<[string, string][]> {
+  const type = request.headers.get('content-type') ?? '';
+  if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type)) return [];
+  try {
+    const form = await request.formData();
+    return [...form.entries()].filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+  } catch {
+    return [];
+  }
+}
