@@ -1,5 +1,6 @@
 // Server configuration, read once from the environment.
 import { resolve } from 'node:path';
+import { parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 
 export interface Config {
   host: string;
@@ -18,6 +19,8 @@ export interface Config {
   smtpUrl?: string;
   /** Sender address of outgoing e-mail. */
   emailFrom: string;
+  /** Per-user API rate limit rules; empty: no limit. */
+  rateLimits: RateRule[];
 }
 
 function integer(name: string, value: string | undefined, fallback?: number): number | undefined {
@@ -41,5 +44,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     invitesDefaultRealmDailyMax: integer('INVITES_DEFAULT_REALM_DAILY_MAX', env.INVITES_DEFAULT_REALM_DAILY_MAX),
     smtpUrl: env.SMTP_URL || undefined,
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
+    rateLimits: parseRateRules(env.API_RATE_LIMIT),
   };
 }

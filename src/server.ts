@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { openDatabase, type Database, type DatabaseOptions } from './db/database.js';
+import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createApp } from './http/app.js';
 
 export interface RunningServer {
@@ -20,7 +21,12 @@ export function databaseOptionsFor(config: Config): DatabaseOptions {
 
 export async function startServer(config: Config, databaseOptions: DatabaseOptions = databaseOptionsFor(config)): Promise<RunningServer> {
   const database = await openDatabase(databaseOptions);
-  const app: AppContext = { prisma: database.prisma, config, notifyOutbox: () => {} };
+  const app: AppContext = {
+    prisma: database.prisma,
+    config,
+    rateLimiter: new RateLimiter(config.rateLimits),
+    notifyOutbox: () => {},
+  };
   const http = createApp(app);
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: http.fetch, hostname: config.host, port: config.port }, () => resolve(s));

@@ -2,6 +2,7 @@
 // Basic Authorization header and otherwise fails with HTTP 401 and extensions.code UNAUTHORIZED.
 import { GraphQLError, Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { GraphQLContext } from './context.js';
 
 function isIntrospectionOnly(document: DocumentNode, operationName?: string | null): boolean {
@@ -18,12 +19,9 @@ export function authPlugin(): Plugin<GraphQLContext> {
     onExecute({ args, setResultAndStopExecution }) {
       const context = args.contextValue as GraphQLContext;
       if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
-      const error = context.authError ?? { message: 'Not logged in: API authentication or user session required', status: 401, headers: {} };
+      const error = context.authError ?? notLoggedIn();
       const refusal = new GraphQLError(error.message, {
-        extensions: {
-          code: 'UNAUTHORIZED',
-          http: { status: error.status, headers: { 'WWW-Authenticate': 'Basic realm="zulip"' } },
-        },
+        extensions: { code: error.code, ...error.data, http: { status: error.status, headers: error.headers } },
       });
       setResultAndStopExecution({ errors: [refusal] });
     },

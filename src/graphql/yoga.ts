@@ -2,7 +2,7 @@
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
-import { authenticate } from '../domain/auth/authenticate.js';
+import { authenticateRequest } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { authPlugin } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
@@ -24,7 +24,7 @@ export function createGraphQLHandler(app: AppContext) {
       const header = request.headers.get('authorization');
       if (!header) return newContext(app, null, null);
       try {
-        return newContext(app, await authenticate(app.prisma, header), null);
+        return newContext(app, await authenticateRequest(app, header), null);
       } catch (error) {
         if (error instanceof DomainError) return newContext(app, null, error);
         throw error;

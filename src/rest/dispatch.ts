@@ -1,7 +1,7 @@
 // Method dispatch for /api/v1 (behaviour.md 1.2 and 2): route match, OPTIONS and 405 before any
 // authentication, then Basic auth, then the handler. Every failure becomes the JSON envelope.
 import type { AppContext } from '../app-context.js';
-import { authenticate, notLoggedIn } from '../domain/auth/authenticate.js';
+import { authenticateRequest, notLoggedIn } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { errorResponse, jsonResponse } from './envelope.js';
 import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
@@ -63,14 +63,14 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   }
   const params = await readParams(request);
   if (publicHandler) return publicHandler({ params, path, app });
-  const actor = await authenticateRequest(request, app);
+  const actor = await authenticateCaller(request, app);
   if (actor instanceof Response) return actor;
   return handler!({ actor, params, path, app });
 }
 
-async function authenticateRequest(request: Request, app: AppContext) {
+async function authenticateCaller(request: Request, app: AppContext) {
   const header = request.headers.get('authorization');
-  if (header) return authenticate(app.prisma, header);
+  if (header) return authenticateRequest(app, header);
   if (prefersHtml(request.headers.get('accept') ?? '')) {
     const { pathname } = new URL(request.url);
     return new Response(null, { status: 302, headers: { Location: `/login/?next=${encodeURIComponent(pathname)}` } });

@@ -1,5 +1,6 @@
 // HTTP Basic authentication (email:api_key), shared by both doors. Order of checks and messages
 // follow the reference server (behaviour.md section 2): every credential failure is a 401 UNAUTHORIZED.
+import type { AppContext } from '../../app-context.js';
 import type { Prisma } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
@@ -63,4 +64,11 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string):
     botType: user.botType,
     dateJoined: user.dateJoined,
   };
+}
+
+/** What both doors call: credentials, then the per-user rate limit. */
+export async function authenticateRequest(app: AppContext, authorizationHeader: string): Promise<Actor> {
+  const actor = await authenticate(app.prisma, authorizationHeader);
+  app.rateLimiter.hit(actor.id);
+  return actor;
 }
