@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
-import { openDatabase, type Database, type DatabaseOptions } from './db/database.js';
+import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createApp } from './http/app.js';
 
@@ -15,9 +15,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export function databaseOptionsFor(config: Config): DatabaseOptions {
-  return config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir };
-}
 
 export async function startServer(config: Config, databaseOptions: DatabaseOptions = databaseOptionsFor(config)): Promise<RunningServer> {
   const database = await openDatabase(databaseOptions);

@@ -8,6 +8,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { PrismaClient } from '../generated/prisma/client.js';
+import type { Config } from '../config.js';
 import { applyMigrations } from './migrations.js';
 
 export type Prisma = PrismaClient;
@@ -23,6 +24,10 @@ export type DatabaseOptions =
   | { dataDir: string }
   /** In-memory PGlite, optionally started from a dumped data directory (tests). */
   | { memory: true; loadDataDir?: Blob };
+
+export function databaseOptionsFor(config: Config): DatabaseOptions {
+  return config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir };
+}
 
 // Any constant shared by every process of this application.
 const MIGRATION_LOCK_KEY = 7_294_015_331;

@@ -1,0 +1,296 @@
+// Writes a validated organization file in one transaction (shared/contract/organization-import.md).
+import { randomBytes, randomInt } from 'node:crypto';
+import type { Prisma } from '../db/database.js';
+import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
+import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
+import { DomainError } from '../domain/errors.js';
+import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
+
+type Tx = PrismaNamespace.TransactionClient;
+
+export interface ImportedOrganization {
+  id: number;
+  stringId: string;
+  /** API keys by lower-case e-mail, including the generated ones (shown once). */
+  apiKeys: Map<string, string>;
+}
+
+export const SYSTEM_BOTS = [
+  { systemBot: 'notification', email: 'notification-bot@zulip.com', fullName: 'Notification Bot' },
+  { systemBot: 'welcome', email: 'welcome-bot@zulip.com', fullName: 'Welcome Bot' },
+] as const;
+
+const TABLES_WITH_IDS = ['organization', 'user_account', 'user_group', 'channel', 'custom_emoji', 'attachment', 'message'];
+const fromUnix = (seconds: number | undefined) => (seconds === undefined ? undefined : new Date(seconds * 1000));
+
+export async function importOrganization(
+  prisma: Prisma,
+  file: OrganizationFile,
+  options: { replace?: boolean } = {},
+): Promise<ImportedOrganization> {
+  return prisma.$transaction((tx) => writeOrganization(tx, file, options.replace ?? false), { timeout: 300_000, maxWait: 30_000 });
+}
+
+async function writeOrganization(tx: Tx, file: OrganizationFile, replace: boolean): Promise<ImportedOrganization> {
+  await removeExisting(tx, file.organization.string_id, replace);
+  const org = await createOrganizationRow(tx, file);
+  const groupIds = await createSystemGroups(tx, org.id);
+  const { userIds, apiKeys } = await createUsers(tx, org.id, file);
+  const userId = (email: string) => userIds.get(email.toLowerCase())!;
+  await createNamedGroups(tx, org.id, file, groupIds, userId);
+  const setting = (value: GroupSettingValue) => resolveGroupSetting(tx, org.id, value, groupIds, userId);
+  await applyGroupSettings(tx, org.id, file, groupIds, setting);
+  const channelIds = await createChannels(tx, org.id, file, setting, userId);
+  await createEmoji(tx, org.id, file, userId);
+  const attachmentIds = await createAttachments(tx, org.id, file, userId);
+  await createMessages(tx, org.id, file, userId, channelIds, attachmentIds);
+  await bumpSequences(tx);
+  return { id: org.id, stringId: org.stringId, apiKeys };
+}
+
+async function removeExisting(tx: Tx, stringId: string, replace: boolean) {
+  const existing = await tx.organization.findUnique({ where: { stringId }, select: { id: true } });
+  if (!existing) return;
+  if (!replace) throw new DomainError(`An organization with string_id ${stringId} exists already (use --replace to drop it first).`);
+  // Channels point at groups with RESTRICT; remove them before the cascade takes the groups.
+  await tx.channel.deleteMany({ where: { organizationId: existing.id } });
+  await tx.organization.delete({ where: { id: existing.id } });
+}
+
+function createOrganizationRow(tx: Tx, file: OrganizationFile) {
+  const o = file.organization;
+  return tx.organization.create({
+    data: {
+      id: o.id,
+      stringId: o.string_id,
+      name: o.name,
+      dateCreated: fromUnix(o.date_created),
+      deactivated: o.deactivated,
+      inviteRequired: o.invite_required,
+      emailsRestrictedToDomains: o.emails_restricted_to_domains,
+      disallowDisposableEmailAddresses: o.disallow_disposable_email_addresses,
+      waitingPeriodThreshold: o.waiting_period_threshold,
+      maxInvites: o.max_invites,
+      licenseLimit: o.license_limit,
+      welcomeMessageCustomText: o.welcome_message_custom_text,
+      domains: { create: o.domains.map((d) => ({ domain: d.domain, allowSubdomains: d.allow_subdomains })) },
+    },
+  });
+}
+
+async function createSystemGroups(tx: Tx, organizationId: number): Promise<Map<string, number>> {
+  const rows = await tx.userGroup.createManyAndReturn({
+    data: SYSTEM_GROUP_NAMES.map((name) => ({ organizationId, name, isSystemGroup: true })),
+    select: { id: true, name: true },
+  });
+  return new Map(rows.map((r) => [r.name!, r.id]));
+}
+
+async function createUsers(tx: Tx, organizationId: number, file: OrganizationFile) {
+  const apiKeys = new Map<string, string>();
+  const keyFor = (email: string, given?: string) => {
+    const key = given ?? generateApiKey();
+    apiKeys.set(email.toLowerCase(), key);
+    return hashApiKey(key);
+  };
+  const people = file.users.map((u) => ({
+    id: u.id,
+    organizationId,
+    email: u.email,
+    emailKey: u.email.toLowerCase(),
+    fullName: u.full_name,
+    role: u.role,
+    isBot: u.is_bot,
+    botType: u.bot_type,
+    isActive: u.is_active,
+    dateJoined: fromUnix(u.date_joined),
+    apiKeyHash: keyFor(u.email, u.api_key),
+  }));
+  const bots = SYSTEM_BOTS.map((b) => ({
+    organizationId,
+    email: b.email,
+    emailKey: b.email,
+    fullName: b.fullName,
+    isBot: true,
+    botType: 1,
+    systemBot: b.systemBot,
+    apiKeyHash: hashApiKey(generateApiKey()),
+  }));
+  const rows = await tx.user.createManyAndReturn({ data: [...people, ...bots], select: { id: true, emailKey: true, systemBot: true } });
+  const userIds = new Map(rows.filter((r) => !r.systemBot).map((r) => [r.emailKey, r.id]));
+  return { userIds, apiKeys };
+}
+
+async function createNamedGroups(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  groupIds: Map<string, number>,
+  userId: (email: string) => number,
+) {
+  const rows = await tx.userGroup.createManyAndReturn({
+    data: file.user_groups.map((g) => ({ id: g.id, organizationId, name: g.name, description: g.description, deactivated: g.deactivated })),
+    select: { id: true, name: true },
+  });
+  for (const row of rows) groupIds.set(row.name!, row.id);
+  await tx.userGroupMember.createMany({
+    data: file.user_groups.flatMap((g) => g.members.map((m) => ({ groupId: groupIds.get(g.name)!, userId: userId(m) }))),
+    skipDuplicates: true,
+  });
+  await tx.userGroupSubgroup.createMany({
+    data: file.user_groups.flatMap((g) => g.subgroups.map((s) => ({ supergroupId: groupIds.get(g.name)!, subgroupId: groupIds.get(s)! }))),
+    skipDuplicates: true,
+  });
+}
+
+/** A named group's id, or a new anonymous group holding the given members and subgroups. */
+async function resolveGroupSetting(
+  tx: Tx,
+  organizationId: number,
+  value: GroupSettingValue,
+  groupIds: Map<string, number>,
+  userId: (email: string) => number,
+): Promise<number> {
+  if (typeof value === 'string') return groupIds.get(value)!;
+  const group = await tx.userGroup.create({
+    data: {
+      organizationId,
+      members: { create: [...new Set(value.direct_members.map(userId))].map((id) => ({ userId: id })) },
+      subgroups: { create: [...new Set(value.direct_subgroups)].map((name) => ({ subgroupId: groupIds.get(name)! })) },
+    },
+  });
+  return group.id;
+}
+
+async function applyGroupSettings(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  groupIds: Map<string, number>,
+  setting: (value: GroupSettingValue) => Promise<number>,
+) {
+  const o = file.organization;
+  await tx.organization.update({
+    where: { id: organizationId },
+    data: {
+      canInviteUsersGroupId: await setting(o.can_invite_users_group),
+      canAddSubscribersGroupId: await setting(o.can_add_subscribers_group),
+      canManageAllGroupsId: await setting(o.can_manage_all_groups),
+      canAddCustomEmojiGroupId: await setting(o.can_add_custom_emoji_group),
+    },
+  });
+  for (const g of file.user_groups) {
+    await tx.userGroup.update({
+      where: { id: groupIds.get(g.name)! },
+      data: { canAddMembersGroupId: await setting(g.can_add_members_group), canManageGroupId: await setting(g.can_manage_group) },
+    });
+  }
+}
+
+async function createChannels(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  setting: (value: GroupSettingValue) => Promise<number>,
+  userId: (email: string) => number,
+): Promise<Map<string, number>> {
+  const data = [];
+  for (const c of file.channels) {
+    data.push({
+      id: c.id,
+      organizationId,
+      name: c.name,
+      description: c.description,
+      inviteOnly: c.invite_only,
+      isWebPublic: c.is_web_public,
+      isArchived: c.is_archived,
+      isDefault: c.is_default,
+      canAddSubscribersGroupId: await setting(c.can_add_subscribers_group),
+      canSubscribeGroupId: await setting(c.can_subscribe_group),
+      canAdministerChannelGroupId: await setting(c.can_administer_channel_group),
+    });
+  }
+  const rows = await tx.channel.createManyAndReturn({ data, select: { id: true, name: true } });
+  const channelIds = new Map(rows.map((r) => [r.name, r.id]));
+  await tx.subscription.createMany({
+    data: file.channels.flatMap((c) => c.subscribers.map((s) => ({ channelId: channelIds.get(c.name)!, userId: userId(s) }))),
+    skipDuplicates: true,
+  });
+  return channelIds;
+}
+
+async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
+  await tx.customEmoji.createMany({
+    data: file.custom_emoji.map((e) => ({
+      id: e.id,
+      organizationId,
+      name: e.name,
+      authorId: e.author === null ? null : userId(e.author),
+      deactivated: e.deactivated,
+      fileName: e.file_name ?? `${e.name}.png`,
+    })),
+  });
+}
+
+/** `<organization id>/<1-2 hex chars>/<24-char URL-safe token>/<name>`, the reference's local layout. */
+export function newPathId(organizationId: number, fileName: string): string {
+  const token = randomBytes(18).toString('base64url');
+  return `${organizationId}/${randomInt(256).toString(16)}/${token}/${fileName}`;
+}
+
+async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
+  const rows = await tx.attachment.createManyAndReturn({
+    data: file.attachments.map((a) => ({
+      id: a.id,
+      organizationId,
+      ownerId: userId(a.owner),
+      name: a.name,
+      size: BigInt(a.size),
+      createTime: fromUnix(a.create_time),
+      pathId: a.path_id ?? newPathId(organizationId, a.name),
+    })),
+    select: { id: true },
+  });
+  // File ids map to database ids (the same when the file gave them).
+  return new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id]));
+}
+
+async function createMessages(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  userId: (email: string) => number,
+  channelIds: Map<string, number>,
+  attachmentIds: Map<number, number>,
+) {
+  const rows = await tx.message.createManyAndReturn({
+    data: file.messages.map((m) => ({
+      id: m.id,
+      organizationId,
+      senderId: userId(m.sender),
+      channelId: m.channel === undefined ? null : channelIds.get(m.channel)!,
+      topic: m.topic,
+      content: m.content,
+      dateSent: fromUnix(m.date_sent),
+    })),
+    select: { id: true },
+  });
+  const messageId = (i: number) => rows[i]!.id;
+  await tx.directMessageRecipient.createMany({
+    data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),
+  });
+  await tx.messageAttachment.createMany({
+    data: file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! }))),
+  });
+}
+
+/** Explicit ids leave sequences behind; move each forward past the highest id (never backwards). */
+async function bumpSequences(tx: Tx) {
+  for (const table of TABLES_WITH_IDS) {
+    await tx.$executeRawUnsafe(
+      `SELECT setval(pg_get_serial_sequence('"${table}"', 'id'),
+         GREATEST((SELECT COALESCE(MAX(id), 1) FROM "${table}"),
+                  (SELECT last_value FROM ${table}_id_seq)))`,
+    );
+  }
+}

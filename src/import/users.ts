@@ -1,0 +1,46 @@
+// Administrator actions on single accounts, for the CLI.
+import type { Prisma } from '../db/database.js';
+import { DomainError } from '../domain/errors.js';
+import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
+import { ROLE_CODES } from '../domain/users/roles.js';
+
+export interface NewUser {
+  organizationStringId: string;
+  email: string;
+  fullName: string;
+  role: number;
+}
+
+async function organizationId(prisma: Prisma, stringId: string): Promise<number> {
+  const org = await prisma.organization.findUnique({ where: { stringId }, select: { id: true } });
+  if (!org) throw new DomainError(`No organization with string_id ${stringId}.`);
+  return org.id;
+}
+
+export async function createUser(prisma: Prisma, input: NewUser): Promise<{ id: number; apiKey: string }> {
+  const email = input.email.trim();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new DomainError(`${email} is not a valid e-mail address.`);
+  if (!(ROLE_CODES as readonly number[]).includes(input.role)) throw new DomainError('role must be 100, 200, 300, 400 or 600.');
+  if (!input.fullName.trim()) throw new DomainError('The full name must not be empty.');
+  const orgId = await organizationId(prisma, input.organizationStringId);
+  const emailKey = email.toLowerCase();
+  if (await prisma.user.findUnique({ where: { organizationId_emailKey: { organizationId: orgId, emailKey } } })) {
+    throw new DomainError(`${email} already has an account in ${input.organizationStringId}.`);
+  }
+  const apiKey = generateApiKey();
+  const user = await prisma.user.create({
+    data: { organizationId: orgId, email, emailKey, fullName: input.fullName.trim(), role: input.role, apiKeyHash: hashApiKey(apiKey) },
+  });
+  return { id: user.id, apiKey };
+}
+
+export async function resetApiKey(prisma: Prisma, organizationStringId: string, email: string): Promise<string> {
+  const orgId = await organizationId(prisma, organizationStringId);
+  const apiKey = generateApiKey();
+  const { count } = await prisma.user.updateMany({
+    where: { organizationId: orgId, emailKey: email.trim().toLowerCase(), systemBot: null },
+    data: { apiKeyHash: hashApiKey(apiKey) },
+  });
+  if (count === 0) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
+  return apiKey;
+}

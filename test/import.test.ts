@@ -1,0 +1,128 @@
+// The organization import file, through the importer and through the CLI.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { openDatabase, type Database } from '../src/db/database.js';
+import { importOrganization } from '../src/import/import-organization.js';
+import { parseOrganizationFile } from '../src/import/organization-file.js';
+import { testDatabaseOptions } from './support/server.js';
+import { exampleOrganization } from './support/world.js';
+
+const run = promisify(execFile);
+let database: Database;
+beforeAll(async () => {
+  // The example's explicit ids would collide in a shared database: it gets a private one.
+  const options = await testDatabaseOptions();
+  database = await openDatabase('databaseUrl' in options ? { memory: true } : options);
+});
+afterAll(() => database.close());
+
+const parse = (json: unknown) => {
+  const parsed = parseOrganizationFile(json);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+  return parsed.value;
+};
+
+async function rowCounts() {
+  const p = database.prisma;
+  return Promise.all([p.organization.count(), p.user.count(), p.userGroup.count(), p.channel.count(), p.message.count()]);
+}
+
+describe('importer', () => {
+  test('the example organization imports with its ids, settings and a 3 GiB attachment', async () => {
+    const imported = await importOrganization(database.prisma, parse(exampleOrganization()));
+    expect(imported).toMatchObject({ id: 7, stringId: 'lighthouse' });
+    const p = database.prisma;
+    const olga = await p.user.findUniqueOrThrow({ where: { id: 701 } });
+    expect(olga).toMatchObject({ email: 'olga@lighthouse.example', role: 100, organizationId: 7 });
+    expect(imported.apiKeys.get('olga@lighthouse.example')).toBe('OLGAolgaOLGAolgaOLGAolgaOLGAolga');
+    expect(await p.user.count({ where: { organizationId: 7, systemBot: { not: null } } })).toBe(2);
+    expect((await p.attachment.findUniqueOrThrow({ where: { id: 503 } })).size).toBe(3221225472n);
+    expect(await p.messageAttachment.count({ where: { attachmentId: 501 } })).toBe(2);
+    const leads = await p.userGroup.findFirstOrThrow({ where: { organizationId: 7, name: 'leads' }, include: { canAddMembersGroup: { include: { members: true } }, subgroups: true } });
+    expect(leads.canAddMembersGroup).toMatchObject({ name: null, members: [{ userId: 702 }] });
+    expect(leads.subgroups).toEqual([{ supergroupId: 82, subgroupId: 81 }]);
+    const org = await p.organization.findUniqueOrThrow({ where: { id: 7 }, include: { canInviteUsersGroup: true } });
+    expect(org.canInviteUsersGroup).toMatchObject({ name: 'role:members', isSystemGroup: true });
+    expect(await p.subscription.count({ where: { channelId: 71 } })).toBe(4);
+    // A later insert without an id does not collide with the explicit ones.
+    const next = await p.message.create({ data: { organizationId: 7, senderId: 701, content: 'after import' } });
+    expect(next.id).toBeGreaterThan(1003);
+  });
+
+  test('an existing string_id is refused, and replaced with replace', async () => {
+    const file = parse({ ...exampleOrganization(), users: [], channels: [], user_groups: [], custom_emoji: [], attachments: [], messages: [], organization: { string_id: 'twice', name: 'Twice' } });
+    const first = await importOrganization(database.prisma, file);
+    await expect(importOrganization(database.prisma, file)).rejects.toThrow('An organization with string_id twice exists already (use --replace to drop it first).');
+    const second = await importOrganization(database.prisma, file, { replace: true });
+    expect(second.id).not.toBe(first.id);
+    expect(await database.prisma.organization.count({ where: { stringId: 'twice' } })).toBe(1);
+  });
+
+  test('a file with problems lists every one of them and writes nothing', async () => {
+    const before = await rowCounts();
+    const bad = exampleOrganization() as Record<string, any>;
+    bad.organization.string_id = 'Bad Id';
+    bad.users.push({ email: 'OLGA@lighthouse.example', full_name: 'Olga Again' });
+    bad.users[2].role = 350;
+    bad.users[3].api_key = 'short';
+    bad.channels[0].subscribers.push('nobody@lighthouse.example');
+    bad.user_groups[0].subgroups = ['leads'];
+    bad.messages[0].attachment_ids = [999];
+    bad.messages[2].channel = 'general';
+    const parsed = parseOrganizationFile(bad);
+    expect(parsed.ok).toBe(false);
+    const problems = parsed.ok ? [] : parsed.problems;
+    expect(problems.map((p) => p.path)).toEqual(
+      expect.arrayContaining(['organization.string_id', 'users[2].role', 'users[3].api_key']),
+    );
+    const second = parseOrganizationFile({ ...bad, organization: { ...bad.organization, string_id: 'ok' }, users: bad.users.map((u: any) => ({ ...u, role: 400, api_key: undefined })) });
+    expect(second.ok ? [] : second.problems).toEqual([
+      { path: 'users[7].email', message: 'duplicate e-mail address (ignoring case)' },
+      { path: 'channels[0].subscribers[4]', message: 'no user with e-mail nobody@lighthouse.example in the file' },
+      { path: 'user_groups', message: 'subgroups form a cycle through support' },
+      { path: 'user_groups', message: 'subgroups form a cycle through leads' },
+      { path: 'messages[0].attachment_ids[0]', message: 'no attachment with id 999 in the file' },
+      { path: 'messages[2]', message: 'needs exactly one of channel and to' },
+    ]);
+    expect(await rowCounts()).toEqual(before);
+  });
+});
+
+describe('cli', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'teamchat-cli-'));
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  const cli = (...args: string[]) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
+    delete env.DATABASE_URL;
+    return run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env }).then(
+      ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+      (error) => ({ code: error.code as number, stdout: error.stdout as string, stderr: error.stderr as string }),
+    );
+  };
+
+  test('imports a file, prints id and string_id; refuses a bad file listing its problems', async () => {
+    const good = join(dataDir, 'good.json');
+    await writeFile(good, JSON.stringify(exampleOrganization()));
+    expect(await cli('import', good)).toEqual({ code: 0, stdout: '7 lighthouse\n', stderr: '' });
+
+    const bad = join(dataDir, 'bad.json');
+    await writeFile(bad, JSON.stringify({ organization: { string_id: 'x' }, users: [{ email: 'nope' }] }));
+    const refused = await cli('import', bad);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('organization.name:');
+    expect(refused.stderr).toContain('users[0].email: is not a valid e-mail address');
+    expect(refused.stderr).toContain('users[0].full_name:');
+
+    const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
+    expect(created.stdout).toMatch(/^Created user \d+\. API key \(shown once\): [A-Za-z0-9]{32}\n$/);
+    expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
+  }, 120_000);
+});
