@@ -7,6 +7,7 @@ import './channel.js';
 import './attachment.js';
 import './emoji.js';
 import './invitation.js';
+import './invitation-management.js';
 import './direct-message.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

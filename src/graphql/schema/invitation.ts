@@ -1,17 +1,11 @@
+import type { InvitationView } from '../../domain/invitations/status.js';
 import { builder } from '../builder.js';
-import { BadRequestError, InvitationFailedError, NotFoundError } from './errors.js';
+import { BadRequestError, InvitationFailedError } from './errors.js';
 import { notImplemented } from './not-implemented.js';
+import { unixSeconds } from './scalars.js';
 import { Role, User } from './user.js';
 
-export interface InvitationShape {
-  id: number;
-  email: string;
-  invitedAs: number;
-  invitedAt: Date;
-  expiresAt: Date | null;
-  referrerId: number;
-  status: 'PENDING' | 'ACCEPTED' | 'REVOKED' | 'EXPIRED';
-}
+export type InvitationShape = InvitationView;
 
 export const InvitationStatus = builder.enumType('InvitationStatus', {
   values: ['PENDING', 'ACCEPTED', 'REVOKED', 'EXPIRED'] as const,
@@ -22,14 +16,17 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
     id: t.exposeInt('id'),
     email: t.exposeString('email'),
     invitedAs: t.field({ type: Role, resolve: (i) => i.invitedAs as 100 }),
-    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: notImplemented }),
+    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (i) => unixSeconds(i.invitedAt) }),
     expiresAt: t.field({
       type: 'SafeInt',
       nullable: true,
       description: 'UNIX time in seconds; null when the invitation never expires.',
-      resolve: notImplemented,
+      resolve: (i) => (i.expiresAt ? unixSeconds(i.expiresAt) : null),
     }),
-    referrer: t.field({ type: User, resolve: notImplemented }),
+    referrer: t.field({
+      type: User,
+      resolve: async (i, _args, context) => (await context.loaders.userById.load(i.referrerId))!,
+    }),
     status: t.field({ type: InvitationStatus, resolve: (i) => i.status }),
   }),
 });
@@ -71,42 +68,11 @@ export const SendInvitationsResult = builder.unionType('SendInvitationsResult', 
   types: [SendInvitationsSuccess, InvitationFailedError, BadRequestError],
 });
 
-const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
-  isTypeOf: (value) => 'invitation' in (value as object),
-  fields: (t) => ({ invitation: t.field({ type: Invitation, resolve: (r) => r.invitation }) }),
-});
-
-export const InvitationActionResult = builder.unionType('InvitationActionResult', {
-  types: [InvitationActionSuccess, NotFoundError, BadRequestError],
-});
-
-builder.queryField('invitations', (t) =>
+builder.mutationField('sendInvitations', (t) =>
   t.field({
-    type: [Invitation],
-    description:
-      "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
-    args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
-    resolve: notImplemented,
-  }),
-);
-
-builder.mutationFields((t) => ({
-  sendInvitations: t.field({
     type: SendInvitationsResult,
     description: 'Invite people by e-mail address. Same rules, limits and messages as POST /api/v1/invites.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
     resolve: notImplemented,
-  }),
-  revokeInvitation: t.field({
-    type: InvitationActionResult,
-    description: 'Revoke a pending invitation (its referrer or an administrator). Same rules as\nDELETE /api/v1/invites/{id}.',
-    args: { id: t.arg.int({ required: true }) },
-    resolve: notImplemented,
-  }),
-  resendInvitation: t.field({
-    type: InvitationActionResult,
-    description: "Send a pending invitation's e-mail again. Same rules as POST /api/v1/invites/{id}/resend.",
-    args: { id: t.arg.int({ required: true }) },
-    resolve: notImplemented,
-  }),
-}));
+  })
+);

@@ -1,0 +1,39 @@
+// Invitation lifecycle fields: listing, revoking and resending invitations.
+import { builder } from '../builder.js';
+import { BadRequestError, NotFoundError } from './errors.js';
+import { Invitation, type InvitationShape } from './invitation.js';
+import { notImplemented } from './not-implemented.js';
+
+const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
+  isTypeOf: (value) => 'invitation' in (value as object),
+  fields: (t) => ({ invitation: t.field({ type: Invitation, resolve: (r) => r.invitation }) }),
+});
+
+export const InvitationActionResult = builder.unionType('InvitationActionResult', {
+  types: [InvitationActionSuccess, NotFoundError, BadRequestError],
+});
+
+builder.queryField('invitations', (t) =>
+  t.field({
+    type: [Invitation],
+    description:
+      "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
+    args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
+    resolve: notImplemented,
+  }),
+);
+
+builder.mutationFields((t) => ({
+  revokeInvitation: t.field({
+    type: InvitationActionResult,
+    description: 'Revoke a pending invitation (its referrer or an administrator). Same rules as\nDELETE /api/v1/invites/{id}.',
+    args: { id: t.arg.int({ required: true }) },
+    resolve: notImplemented,
+  }),
+  resendInvitation: t.field({
+    type: InvitationActionResult,
+    description: "Send a pending invitation's e-mail again. Same rules as POST /api/v1/invites/{id}/resend.",
+    args: { id: t.arg.int({ required: true }) },
+    resolve: notImplemented,
+  }),
+}));

@@ -1,0 +1,4 @@
+import { notImplementedYet } from './placeholder.js';
+
+export const deactivateEmoji = notImplementedYet;
+export const listEmoji = notImplementedYet;

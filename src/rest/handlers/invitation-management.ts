@@ -1,0 +1,5 @@
+import { notImplementedYet } from './placeholder.js';
+
+export const listInvitations = notImplementedYet;
+export const resendInvitation = notImplementedYet;
+export const revokeInvitation = notImplementedYet;

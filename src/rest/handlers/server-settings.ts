@@ -1,0 +1,3 @@
+import { notImplementedYet } from './placeholder.js';
+
+export const serverSettings = notImplementedYet;
