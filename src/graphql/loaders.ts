@@ -1,6 +1,7 @@
 // DataLoaders, one set per request, so lists of objects load their relations in one query.
 import DataLoader from 'dataloader';
 import type { Prisma } from '../db/database.js';
+import { linkedMessagesByAttachment, type LinkedMessage } from '../domain/attachments/attachments.js';
 
 export interface UserSummary {
   id: number;
@@ -19,6 +20,11 @@ export function createLoaders(prisma: Prisma) {
       });
       const byId = new Map(users.map((u) => [u.id, u]));
       return ids.map((id) => byId.get(id) ?? null);
+    }),
+    /** Messages linking to each attachment (any sender's), ascending id; one query per batch. */
+    messagesByAttachmentId: new DataLoader<number, LinkedMessage[]>(async (ids) => {
+      const byAttachment = await linkedMessagesByAttachment(prisma, ids);
+      return ids.map((id) => byAttachment.get(id)!);
     }),
   };
 }

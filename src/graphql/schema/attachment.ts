@@ -1,13 +1,9 @@
+import { listOwnAttachments, type AttachmentRecord } from '../../domain/attachments/attachments.js';
 import { builder } from '../builder.js';
-import { notImplemented } from './not-implemented.js';
+import { actorOf } from '../context.js';
+import { unixSeconds } from './scalars.js';
 
-export interface AttachmentShape {
-  id: number;
-  name: string;
-  pathId: string;
-  size: bigint;
-  createTime: Date;
-}
+export type AttachmentShape = AttachmentRecord;
 
 export interface AttachmentListShape {
   attachments: AttachmentShape[];
@@ -17,7 +13,7 @@ export interface AttachmentListShape {
 export const AttachmentMessage = builder.objectRef<{ id: number; dateSent: Date }>('AttachmentMessage').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
-    dateSent: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: notImplemented }),
+    dateSent: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (m) => unixSeconds(m.dateSent) }),
   }),
 });
 
@@ -26,11 +22,22 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
     id: t.exposeInt('id'),
     name: t.exposeString('name'),
     pathId: t.exposeString('pathId', { description: '<realm_id>/<2 chars>/<rest>/<file_name>' }),
-    url: t.string({ description: '{server_url}/user_uploads/<path_id>', resolve: notImplemented }),
+    url: t.string({
+      description: '{server_url}/user_uploads/<path_id>',
+      resolve: (a, _args, context) => `${context.app.config.serverUrl}/user_uploads/${a.pathId}`,
+    }),
     size: t.field({ type: 'SafeInt', description: 'Bytes.', resolve: (a) => a.size }),
-    createTime: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: notImplemented }),
-    messageIds: t.field({ type: ['Int'], description: 'Messages, by any user of the organization, that reference the file.', resolve: notImplemented }),
-    messages: t.field({ type: [AttachmentMessage], description: 'The same messages with their send times, loaded in one batch for all attachments.', resolve: notImplemented }),
+    createTime: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (a) => unixSeconds(a.createTime) }),
+    messageIds: t.field({
+      type: ['Int'],
+      description: 'Messages, by any user of the organization, that reference the file.',
+      resolve: async (a, _args, context) => (await context.loaders.messagesByAttachmentId.load(a.id)).map((m) => m.id),
+    }),
+    messages: t.field({
+      type: [AttachmentMessage],
+      description: 'The same messages with their send times, loaded in one batch for all attachments.',
+      resolve: (a, _args, context) => context.loaders.messagesByAttachmentId.load(a.id),
+    }),
   }),
 });
 
@@ -49,6 +56,6 @@ builder.queryField('attachments', (t) =>
   t.field({
     type: AttachmentList,
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
-    resolve: notImplemented,
+    resolve: (_root, _args, context) => listOwnAttachments(context.app.prisma, actorOf(context)),
   }),
 );

@@ -1,6 +1,7 @@
+import { deactivateCustomEmoji, listCustomEmoji } from '../../domain/emoji/custom-emoji.js';
 import { builder } from '../builder.js';
-import { BadRequestError, NotFoundError, type ErrorShape } from './errors.js';
-import { notImplemented } from './not-implemented.js';
+import { actorOf } from '../context.js';
+import { BadRequestError, NotFoundError, asResult, type ErrorShape } from './errors.js';
 import { User } from './user.js';
 
 export interface CustomEmojiShape {
@@ -14,7 +15,11 @@ export const CustomEmoji = builder.objectRef<CustomEmojiShape>('CustomEmoji').im
   fields: (t) => ({
     name: t.exposeString('name'),
     deactivated: t.exposeBoolean('deactivated'),
-    author: t.field({ type: User, nullable: true, resolve: notImplemented }),
+    author: t.field({
+      type: User,
+      nullable: true,
+      resolve: (emoji, _args, context) => (emoji.authorId === null ? null : context.loaders.userById.load(emoji.authorId)),
+    }),
   }),
 });
 
@@ -33,7 +38,8 @@ builder.queryField('customEmoji', (t) =>
     type: [CustomEmoji],
     description: "The organization's custom emoji; deactivated ones only when asked for.",
     args: { includeDeactivated: t.arg.boolean({ defaultValue: false }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context) =>
+      listCustomEmoji(context.app.prisma, actorOf(context), { includeDeactivated: args.includeDeactivated ?? false }),
   }),
 );
 
@@ -42,6 +48,7 @@ builder.mutationField('deactivateCustomEmoji', (t) =>
     type: DeactivateCustomEmojiResult,
     description: 'Deactivate a custom emoji by name. Same rules as DELETE /api/v1/realm/emoji/{emoji_name}.',
     args: { emojiName: t.arg.string({ required: true }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context): Promise<DeactivateCustomEmojiResultShape> =>
+      asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app.prisma, actorOf(context), args.emojiName) })),
   }),
 );

@@ -1,4 +1,44 @@
-import { notImplementedYet } from './placeholder.js';
+// GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
+// attachments service.
+import { deleteOwnAttachment, linkedMessagesByAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
+import { unixSeconds } from '../../graphql/schema/scalars.js';
+import { successResponse } from '../envelope.js';
+import { parseParams } from '../params.js';
+import type { RestHandler } from '../request.js';
 
-export const listAttachments = notImplementedYet;
-export const deleteAttachment = notImplementedYet;
+/**
+ * JSON.stringify cannot write a bigint. Byte counts are bigints in the database (one file, and an
+ * organization's total, pass 2^31), and every integer up to 2^53 - 1 (8 PiB) converts to a JSON
+ * number exactly. Past that a number would silently round (and clients' JSON parsers, JavaScript's
+ * among them, would round it again), so we fail loudly instead of answering a wrong total.
+ */
+export function jsonInteger(value: bigint): number {
+  const number = Number(value);
+  if (!Number.isSafeInteger(number)) throw new RangeError(`${value} is beyond what a JSON number holds exactly`);
+  return number;
+}
+
+export const listAttachments: RestHandler = async ({ actor, params, app }) => {
+  const { attachments, uploadSpaceUsed } = await listOwnAttachments(app.prisma, actor);
+  const messages = await linkedMessagesByAttachment(app.prisma, attachments.map((a) => a.id));
+  return successResponse(
+    {
+      attachments: attachments.map((a) => ({
+        id: a.id,
+        name: a.name,
+        path_id: a.pathId,
+        size: jsonInteger(a.size),
+        create_time: unixSeconds(a.createTime),
+        message_ids: messages.get(a.id)!.map((m) => m.id),
+      })),
+      upload_space_used: jsonInteger(uploadSpaceUsed),
+    },
+    // The endpoint takes no parameters: every one sent is reported (Decision 5).
+    parseParams(params, {}).ignored,
+  );
+};
+
+export const deleteAttachment: RestHandler = async ({ actor, path, app }) => {
+  await deleteOwnAttachment(app.prisma, actor, Number(path.attachmentId));
+  return successResponse();
+};

@@ -1,0 +1,71 @@
+// Uploaded files: the caller's own list, the organization's upload space used, the messages that
+// link to files, and deleting one's own file (behaviour.md section 5).
+import type { Prisma } from '../../db/database.js';
+import type { Actor } from '../auth/authenticate.js';
+import { badRequest } from '../errors.js';
+
+export interface AttachmentRecord {
+  id: number;
+  name: string;
+  pathId: string;
+  /** Bytes; bigint because one file, and surely an organization's total, passes 2^31. */
+  size: bigint;
+  createTime: Date;
+}
+
+export interface LinkedMessage {
+  id: number;
+  dateSent: Date;
+}
+
+const MAX_INT4 = 2_147_483_647;
+
+/**
+ * Every file the caller uploaded, claimed by a message or not, by ascending id, and the total size
+ * of all files of the caller's organization (every owner's). Any authenticated user may ask.
+ */
+export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<{ attachments: AttachmentRecord[]; uploadSpaceUsed: bigint }> {
+  const [attachments, uploadSpaceUsed] = await Promise.all([
+    prisma.attachment.findMany({
+      where: { ownerId: actor.id, organizationId: actor.organizationId },
+      orderBy: { id: 'asc' },
+      select: { id: true, name: true, pathId: true, size: true, createTime: true },
+    }),
+    organizationUploadSpaceUsed(prisma, actor.organizationId),
+  ]);
+  return { attachments, uploadSpaceUsed };
+}
+
+/** SUM(size) over the organization's files, computed by the database (numeric, so no overflow). */
+export async function organizationUploadSpaceUsed(prisma: Prisma, organizationId: number): Promise<bigint> {
+  const { _sum } = await prisma.attachment.aggregate({ where: { organizationId }, _sum: { size: true } });
+  return _sum.size ?? 0n;
+}
+
+/**
+ * For each attachment id, the messages (any sender's) that link to the file, by ascending id; one
+ * query whatever the number of ids. Ids without links map to [].
+ */
+export async function linkedMessagesByAttachment(prisma: Prisma, attachmentIds: readonly number[]): Promise<Map<number, LinkedMessage[]>> {
+  const links = await prisma.messageAttachment.findMany({
+    where: { attachmentId: { in: [...attachmentIds] } },
+    orderBy: { messageId: 'asc' },
+    select: { attachmentId: true, message: { select: { id: true, dateSent: true } } },
+  });
+  const byAttachment = new Map<number, LinkedMessage[]>(attachmentIds.map((id) => [id, []]));
+  for (const link of links) byAttachment.get(link.attachmentId)!.push(link.message);
+  return byAttachment;
+}
+
+/**
+ * Deletes one of the caller's own files. Unknown ids, other users' and other organizations' files
+ * all get the same answer, so nobody learns which ids exist. Messages keep their (now dead) links.
+ */
+export async function deleteOwnAttachment(prisma: Prisma, actor: Actor, attachmentId: number): Promise<void> {
+  const invalid = () => badRequest('Invalid attachment');
+  if (!Number.isSafeInteger(attachmentId) || attachmentId < 1 || attachmentId > MAX_INT4) throw invalid();
+  const { count } = await prisma.attachment.deleteMany({
+    where: { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId },
+  });
+  if (count === 0) throw invalid();
+}

@@ -1,0 +1,80 @@
+// Custom emoji of an organization: listing, and deactivation by name (behaviour.md section 4).
+// Deactivated rows stay (old messages, reactions and statuses still render them).
+import type { Prisma } from '../../db/database.js';
+import type { Actor } from '../auth/authenticate.js';
+import { DomainError, badRequest } from '../errors.js';
+import { isAdministrator } from '../users/roles.js';
+
+export interface CustomEmojiRecord {
+  id: number;
+  organizationId: number;
+  name: string;
+  deactivated: boolean;
+  authorId: number | null;
+  fileName: string;
+}
+
+export const REALM_EMOJI_REMOVED = 'REALM_EMOJI_REMOVED';
+
+const RECORD = { id: true, organizationId: true, name: true, deactivated: true, authorId: true, fileName: true } as const;
+
+/** Where the emoji's image is served, as the reference's local storage lays it out. */
+export const emojiSourceUrl = (emoji: CustomEmojiRecord) =>
+  `/user_avatars/${emoji.organizationId}/emoji/images/${encodeURIComponent(emoji.fileName)}`;
+
+/** The reference's emoji dictionary (GET /realm/emoji, events, audit log). */
+export function emojiDict(emoji: CustomEmojiRecord) {
+  return {
+    id: String(emoji.id),
+    name: emoji.name,
+    source_url: emojiSourceUrl(emoji),
+    still_url: null,
+    deactivated: emoji.deactivated,
+    author_id: emoji.authorId,
+  };
+}
+
+/** The caller's organization's custom emoji, by ascending id. Any authenticated user may list them. */
+export async function listCustomEmoji(prisma: Prisma, actor: Actor, options: { includeDeactivated: boolean }): Promise<CustomEmojiRecord[]> {
+  return prisma.customEmoji.findMany({
+    where: { organizationId: actor.organizationId, ...(options.includeDeactivated ? {} : { deactivated: false }) },
+    orderBy: { id: 'asc' },
+    select: RECORD,
+  });
+}
+
+const doesNotExist = (name: string) =>
+  // The reference answers 404 with code BAD_REQUEST (feature level 190).
+  new DomainError(`Emoji '${name}' does not exist`, { status: 404, notFound: true });
+
+/**
+ * Deactivates the caller's organization's active custom emoji named exactly `name` (case-sensitive,
+ * no normalisation). Owners and administrators may deactivate any; everyone else (moderators,
+ * members, guests, bots) only those they added. Returns the emoji as it is now.
+ */
+export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+  const emoji = await prisma.customEmoji.findFirst({
+    where: { organizationId: actor.organizationId, name, deactivated: false },
+    orderBy: { id: 'asc' },
+    select: RECORD,
+  });
+  if (!emoji) throw doesNotExist(name);
+  if (!isAdministrator(actor.role) && emoji.authorId !== actor.id) {
+    throw badRequest('Must be an organization administrator or emoji author');
+  }
+  const deactivated = { ...emoji, deactivated: true };
+  await prisma.$transaction(async (tx) => {
+    // Conditional on still being active: of two concurrent requests exactly one wins.
+    const { count } = await tx.customEmoji.updateMany({ where: { id: emoji.id, deactivated: false }, data: { deactivated: true } });
+    if (count === 0) throw doesNotExist(name);
+    await tx.auditLogEntry.create({
+      data: {
+        organizationId: actor.organizationId,
+        actorId: actor.id,
+        eventType: REALM_EMOJI_REMOVED,
+        extraData: { before: emojiDict(emoji), after: emojiDict(deactivated) },
+      },
+    });
+  });
+  return deactivated;
+}
