@@ -1,6 +1,8 @@
 // Entry point: start the server, create the demo organization on an empty database, print how to use it.
 import { loadConfig } from './config.js';
 import { DataDirInUseError } from './db/database.js';
+import { startupBanner } from './demo/banner.js';
+import { ensureDemoOrganization } from './demo/create-demo.js';
 import { startServer } from './server.js';
 
 const config = loadConfig();
@@ -15,9 +17,11 @@ try {
   throw error;
 }
 const running = server;
-console.log(`Server listening on ${running.url}`);
-console.log(`  GraphiQL:  ${config.serverUrl}/graphql`);
-console.log(`  REST base: ${config.serverUrl}/api/v1`);
+// With PORT=0 the configured URL names port 0; links must name the port actually bound.
+if (!process.env.SERVER_URL && config.port === 0) running.app.config.serverUrl = running.url;
+
+const demo = await ensureDemoOrganization(running.database.prisma);
+console.log(startupBanner(running.app.config.serverUrl, demo, running.database.kind === 'pglite'));
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -1,0 +1,49 @@
+// What `npm start` prints once the server listens: where to go, and with which credentials.
+import type { Credentials, DemoOutcome } from './create-demo.js';
+import { DEMO_OTHER_ACCOUNTS } from './demo-organization.js';
+
+export function startupBanner(baseUrl: string, demo: DemoOutcome, embeddedDatabase: boolean): string {
+  return [
+    `Server listening on ${baseUrl}`,
+    `  GraphiQL:  ${baseUrl}/graphql`,
+    `  REST base: ${baseUrl}/api/v1`,
+    '',
+    ...(demo.created ? demoCreated(baseUrl, demo, embeddedDatabase) : demoSkipped(demo, embeddedDatabase)),
+  ].join('\n');
+}
+
+export const basicAuthorization = ({ email, apiKey }: Credentials) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
+
+const STOP_FIRST = '  (stop the server first: the embedded database accepts one process at a time)';
+const account = ({ email, apiKey }: Credentials) => `${email.padEnd(28)}API key: ${apiKey}`;
+
+function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true }>, embeddedDatabase: boolean): string[] {
+  const { owner, member } = demo;
+  return [
+    `The database was empty: created the demo organization "${demo.name}" (string_id ${demo.stringId}).`,
+    `  Owner:   ${account(owner)}`,
+    `  Member:  ${account(member)}`,
+    `  Others:  ${DEMO_OTHER_ACCOUNTS.map((a) => `${a.email} (${a.role})`).join(', ')}`,
+    'These keys are shown only now. To give any account a new key:',
+    ...(embeddedDatabase ? [STOP_FIRST] : []),
+    `  npm run cli -- reset-api-key --org ${demo.stringId} --email <address>`,
+    '',
+    'Try the REST API:',
+    `  curl -u ${member.email}:${member.apiKey} ${baseUrl}/api/v1/attachments`,
+    'Try GraphiQL: open the Headers tab and paste',
+    `  {"Authorization": "${basicAuthorization(owner)}"}`,
+    '  then run { me { email role } }',
+  ];
+}
+
+function demoSkipped(demo: Extract<DemoOutcome, { created: false }>, embeddedDatabase: boolean): string[] {
+  const org = demo.example?.stringId ?? '<string_id>';
+  const email = demo.example?.ownerEmail ?? '<email>';
+  return [
+    `The database already holds ${demo.organizations} organization(s): the demo organization was not created.`,
+    'To get credentials, give a user a new API key (the old one stops working):',
+    ...(embeddedDatabase ? [STOP_FIRST] : []),
+    '  npm run cli -- list-organizations',
+    `  npm run cli -- reset-api-key --org ${org} --email ${email}`,
+  ];
+}

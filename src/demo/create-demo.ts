@@ -1,0 +1,50 @@
+// Creates the demo organization when, and only when, the database holds no organization yet.
+import type { Prisma } from '../db/database.js';
+import { importOrganization } from '../import/import-organization.js';
+import { parseOrganizationFile } from '../import/organization-file.js';
+import { ROLE } from '../domain/users/roles.js';
+import { DEMO_MEMBER_EMAIL, DEMO_OWNER_EMAIL, demoOrganizationFile } from './demo-organization.js';
+
+export interface Credentials {
+  email: string;
+  apiKey: string;
+}
+
+export type DemoOutcome =
+  | { created: true; stringId: string; name: string; owner: Credentials; member: Credentials }
+  | { created: false; organizations: number; example?: { stringId: string; ownerEmail?: string } };
+
+export async function ensureDemoOrganization(prisma: Prisma): Promise<DemoOutcome> {
+  if ((await prisma.organization.count()) > 0) return notCreated(prisma);
+  const parsed = parseOrganizationFile(demoOrganizationFile());
+  if (!parsed.ok) throw new Error(`The demo organization file is invalid: ${JSON.stringify(parsed.problems)}`);
+  try {
+    const imported = await importOrganization(prisma, parsed.value);
+    const credentials = (email: string) => ({ email, apiKey: imported.apiKeys.get(email)! });
+    return {
+      created: true,
+      stringId: imported.stringId,
+      name: parsed.value.organization.name,
+      owner: credentials(DEMO_OWNER_EMAIL),
+      member: credentials(DEMO_MEMBER_EMAIL),
+    };
+  } catch (error) {
+    // Another process sharing this PostgreSQL database created an organization first.
+    if ((await prisma.organization.count()) > 0) return notCreated(prisma);
+    throw error;
+  }
+}
+
+/** What the database holds instead, with an owner to name in the reset-api-key hint. */
+async function notCreated(prisma: Prisma): Promise<DemoOutcome> {
+  const organizations = await prisma.organization.count();
+  const first = await prisma.organization.findFirst({
+    where: { deactivated: false },
+    orderBy: { id: 'asc' },
+    select: {
+      stringId: true,
+      users: { where: { role: ROLE.OWNER, isActive: true, isBot: false }, orderBy: { id: 'asc' }, take: 1, select: { email: true } },
+    },
+  });
+  return { created: false, organizations, example: first ? { stringId: first.stringId, ownerEmail: first.users[0]?.email } : undefined };
+}

@@ -1,0 +1,153 @@
+// `npm start` as a newcomer runs it: on an empty database the process creates the demo organization
+// and prints working credentials; started again on the same database it creates nothing.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, test } from 'vitest';
+import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+const running = new Set<Started>();
+afterAll(() => {
+  for (const started of running) started.child.kill('SIGTERM');
+});
+
+function startMain(database: { DATA_DIR: string } | { DATABASE_URL: string }): Started {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', API_RATE_LIMIT: '' };
+  delete env.DATABASE_URL;
+  delete env.SERVER_URL;
+  Object.assign(env, database);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const started: Started = { child, output: () => output, exited: new Promise((resolve) => child.on('exit', resolve)) };
+  running.add(started);
+  void started.exited.then(() => running.delete(started));
+  return started;
+}
+
+async function waitForOutput(started: Started, pattern: RegExp): Promise<RegExpExecArray> {
+  for (let i = 0; i < 900 && !pattern.test(started.output()); i++) {
+    if (started.child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(started.output()).toMatch(pattern);
+  return pattern.exec(started.output())!;
+}
+
+async function stop(started: Started) {
+  started.child.kill('SIGTERM');
+  expect(await started.exited).toBe(0);
+}
+
+const me = (baseUrl: string, authorization: string) =>
+  fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization },
+    body: JSON.stringify({ query: '{ me { email role } }' }),
+  }).then(async (r) => ({ status: r.status, body: await r.json() }));
+
+const basic = (email: string, apiKey: string) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
+
+/** Reads what a newcomer would copy from the banner, and uses each piece the way the banner says. */
+async function checkPrintedCredentials(output: string) {
+  const baseUrl = /Server listening on (http:\/\/\S+)/.exec(output)![1]!;
+  expect(output).toContain(`  GraphiQL:  ${baseUrl}/graphql\n  REST base: ${baseUrl}/api/v1\n`);
+  const [, ownerEmail, ownerKey] = /Owner: +(\S+) +API key: (\S+)/.exec(output)!;
+  const [, memberEmail, memberKey] = /Member: +(\S+) +API key: (\S+)/.exec(output)!;
+  expect(ownerEmail).toBe('iris@harborlights.example');
+  expect(memberEmail).toBe('sam@harborlights.example');
+
+  const headers = JSON.parse(/^ +(\{"Authorization": .*\})$/m.exec(output)![1]!);
+  expect(headers).toEqual({ Authorization: basic(ownerEmail!, ownerKey!) });
+  expect(await me(baseUrl, headers.Authorization)).toEqual({ status: 200, body: { data: { me: { email: ownerEmail, role: 'OWNER' } } } });
+
+  const [, curlUser, curlUrl] = /curl -u (\S+) (\S+)/.exec(output)!;
+  expect(curlUser).toBe(`${memberEmail}:${memberKey}`);
+  expect(curlUrl).toBe(`${baseUrl}/api/v1/attachments`);
+  expect(await me(baseUrl, basic(memberEmail!, memberKey!))).toEqual({ status: 200, body: { data: { me: { email: memberEmail, role: 'MEMBER' } } } });
+  const rest = await fetch(curlUrl!, { headers: { authorization: 'Basic ' + Buffer.from(curlUser!).toString('base64') } });
+  const refused = await fetch(curlUrl!, { headers: { authorization: basic(memberEmail!, ownerKey!) } });
+  expect(refused.status).toBe(401);
+  // The attachments endpoint is built separately; until it lands it answers 501 (after authenticating).
+  expect([200, 501]).toContain(rest.status);
+  if (rest.status === 200) {
+    const body = await rest.json();
+    expect(body.attachments.map((a: { name: string }) => a.name).sort()).toEqual(['homepage-mockup.png', 'lighthouse-logo.svg', 'release-notes.txt']);
+  }
+}
+
+/** What the two runs left in the database: one demo organization with every role and realistic content. */
+async function checkDatabase(options: DatabaseOptions) {
+  const database = await openDatabase(options);
+  try {
+    const prisma = database.prisma;
+    const orgs = await prisma.organization.findMany({ select: { id: true, stringId: true, name: true } });
+    expect(orgs).toEqual([{ id: orgs[0]!.id, stringId: 'demo', name: 'Harbor Lights Studio' }]);
+    const where = { organizationId: orgs[0]!.id };
+    const roles = await prisma.user.findMany({ where: { ...where, systemBot: null, isBot: false, isActive: true }, select: { role: true } });
+    expect([...new Set(roles.map((u) => u.role))].sort()).toEqual([100, 200, 300, 400, 600]);
+    expect(await prisma.channel.count({ where })).toBeGreaterThanOrEqual(5);
+    expect(await prisma.userGroup.count({ where: { ...where, isSystemGroup: false, name: { not: null } } })).toBeGreaterThanOrEqual(3);
+    expect(await prisma.customEmoji.count({ where: { ...where, deactivated: false } })).toBeGreaterThanOrEqual(3);
+    expect(await prisma.attachment.count({ where })).toBeGreaterThanOrEqual(5);
+    expect(await prisma.messageAttachment.count({ where: { message: where } })).toBeGreaterThanOrEqual(5);
+    expect(await prisma.message.count({ where })).toBeGreaterThanOrEqual(10);
+  } finally {
+    await database.close();
+  }
+}
+
+async function firstAndSecondStart(database: { DATA_DIR: string } | { DATABASE_URL: string }, embedded: boolean) {
+  const first = startMain(database);
+  await waitForOutput(first, /then run \{ me \{ email role \} \}/);
+  expect(first.output()).toContain('The database was empty: created the demo organization "Harbor Lights Studio" (string_id demo).');
+  await checkPrintedCredentials(first.output());
+  await stop(first);
+
+  const second = startMain(database);
+  await waitForOutput(second, /npm run cli -- reset-api-key .*\n/);
+  expect(second.output()).toContain('The database already holds 1 organization(s): the demo organization was not created.');
+  expect(second.output()).toContain('  npm run cli -- reset-api-key --org demo --email iris@harborlights.example\n');
+  expect(second.output()).not.toContain('API key:');
+  expect(second.output().includes('stop the server first')).toBe(embedded);
+  await stop(second);
+}
+
+test('embedded database: the first start creates the demo and prints working credentials; the second creates nothing', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-demo-'));
+  try {
+    await firstAndSecondStart({ DATA_DIR: dataDir }, true);
+    await checkDatabase({ dataDir });
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}, 180_000);
+
+// A database of its own on the PostgreSQL server: the demo needs an empty one, and the shared one is not.
+describe.runIf(process.env.DATABASE_URL)('PostgreSQL (DATABASE_URL)', () => {
+  test('the first start creates the demo and prints working credentials; the second creates nothing', async () => {
+    const server = new URL(process.env.DATABASE_URL!);
+    const name = `teamchat_demo_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: server.href });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const databaseUrl = Object.assign(new URL(server.href), { pathname: `/${name}` }).href;
+    try {
+      await firstAndSecondStart({ DATABASE_URL: databaseUrl }, false);
+      await checkDatabase({ databaseUrl });
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+  }, 180_000);
+});
