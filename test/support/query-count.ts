@@ -1,0 +1,46 @@
+// The real HTTP application over the test database, with a Prisma client that counts every SQL
+// statement it sends, so a test can prove that a request's statement count does not grow with the
+// data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import type { AppContext } from '../../src/app-context.js';
+import { loadConfig } from '../../src/config.js';
+import type { Prisma } from '../../src/db/database.js';
+import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { createApp } from '../../src/http/app.js';
+import { testDatabaseOptions } from './server.js';
+
+export const COUNTING_SERVER_URL = 'http://counting.test';
+
+export async function startCountingApp() {
+  const options = await testDatabaseOptions();
+  const pglite = 'databaseUrl' in options ? undefined : new PGlite({ loadDataDir: 'loadDataDir' in options ? options.loadDataDir : undefined });
+  const adapter = pglite ? new PrismaPGlite(pglite) : new PrismaPg({ connectionString: (options as { databaseUrl: string }).databaseUrl });
+  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  let statements = 0;
+  client.$on('query', () => statements++);
+  const prisma = client as unknown as Prisma;
+  const app: AppContext = {
+    prisma,
+    config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
+    rateLimiter: new RateLimiter([]),
+    notifyOutbox: () => {},
+  };
+  const http = createApp(app);
+  return {
+    prisma,
+    /** The response to one request and the number of SQL statements serving it took. */
+    async request(path: string, init: RequestInit): Promise<{ response: Response; statements: number }> {
+      const before = statements;
+      const response = await http.request(`${COUNTING_SERVER_URL}${path}`, init);
+      await response.clone().arrayBuffer();
+      return { response, statements: statements - before };
+    },
+    async close() {
+      await client.$disconnect();
+      await pglite?.close();
+    },
+  };
+}
