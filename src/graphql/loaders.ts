@@ -26,6 +26,24 @@ export function createLoaders(prisma: Prisma) {
       const byAttachment = await linkedMessagesByAttachment(prisma, ids);
       return ids.map((id) => byAttachment.get(id)!);
     }),
+    /** Channels each user is subscribed to, by name; one query per batch. */
+    subscribedChannelsByUserId: new DataLoader<number, { id: number; name: string; isDefault: boolean }[]>(async (ids) => {
+      const rows = await prisma.subscription.findMany({
+        where: { userId: { in: [...ids] } },
+        select: { userId: true, channel: { select: { id: true, name: true, isDefault: true } } },
+        orderBy: { channel: { name: 'asc' } },
+      });
+      return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => r.channel));
+    }),
+    /** Named groups each user is a direct member of, by name; one query per batch. */
+    directGroupsByUserId: new DataLoader<number, { id: number; name: string }[]>(async (ids) => {
+      const rows = await prisma.userGroupMember.findMany({
+        where: { userId: { in: [...ids] }, group: { name: { not: null } } },
+        select: { userId: true, group: { select: { id: true, name: true } } },
+        orderBy: { group: { name: 'asc' } },
+      });
+      return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => ({ id: r.group.id, name: r.group.name! })));
+    }),
   };
 }
 

@@ -1,8 +1,9 @@
 // E-mail is queued in the database inside the transaction that decides to send it, so it is never
-// lost and never sent for a refused request; a background worker delivers it after commit.
+// lost and never sent for a refused request; a background worker (worker.ts) delivers it after commit.
 // Queued invitation e-mails are also what the daily invitation limit counts.
 import type { Config } from '../../config.js';
 import type { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
+import { renderInvitationEmail } from './invitation-email.js';
 
 export type Transaction = PrismaNamespace.TransactionClient;
 
@@ -22,21 +23,30 @@ export function acceptanceLink(config: Config, confirmationKey: string): string 
   return `${config.serverUrl}/accounts/do_confirm/${confirmationKey}`;
 }
 
+/** Queues one invitation e-mail per invitation; call app.notifyOutbox() after the transaction commits. */
 export async function queueInvitationEmails(tx: Transaction, config: Config, invitations: InvitationForEmail[]): Promise<void> {
   if (invitations.length === 0) return;
+  // Explicit times: the limit and the worker compare them with JavaScript dates, whatever the database's time zone.
+  const now = new Date();
   await tx.outboxEmail.createMany({
     data: invitations.map((invitation) => {
-      const link = acceptanceLink(config, invitation.confirmationKey);
-      const subject = `${invitation.referrer.fullName} has invited you to join ${invitation.organization.name}`;
-      const text = `${invitation.referrer.fullName} (${invitation.referrer.email}) wants you to join them on Zulip.\n\n${link}\n`;
+      const email = renderInvitationEmail({
+        referrerName: invitation.referrer.fullName,
+        referrerEmail: invitation.referrer.email,
+        organizationName: invitation.organization.name,
+        link: acceptanceLink(config, invitation.confirmationKey),
+        expiresAt: invitation.expiresAt,
+      });
       return {
         organizationId: invitation.organizationId,
         invitationId: invitation.id,
         kind: INVITATION_EMAIL,
         toAddress: invitation.email,
-        subject,
-        textBody: text,
-        htmlBody: `<p>${text}</p>`,
+        subject: email.subject,
+        textBody: email.text,
+        htmlBody: email.html,
+        createdAt: now,
+        nextAttemptAt: now,
       };
     }),
   });

@@ -1,20 +1,35 @@
+import { GraphQLError } from 'graphql';
+import { DomainError } from '../../domain/errors.js';
+import { receivedDirectMessages, type DirectMessageView } from '../../domain/messages/direct-messages.js';
 import { builder } from '../builder.js';
-import { notImplemented } from './not-implemented.js';
+import { actorOf } from '../context.js';
+import { unixSeconds } from './scalars.js';
 import { User } from './user.js';
 
-export interface DirectMessageShape {
-  id: number;
-  senderId: number;
-  content: string;
-  dateSent: Date;
+export type DirectMessageShape = DirectMessageView;
+
+/**
+ * Runs a query's service call: queries have no error union, so a refusal becomes a GraphQL error
+ * carrying the REST message and code (unmasked, unlike unexpected errors).
+ */
+export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DomainError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
+    throw error;
+  }
 }
 
 export const DirectMessage = builder.objectRef<DirectMessageShape>('DirectMessage').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
-    sender: t.field({ type: User, resolve: notImplemented }),
+    sender: t.field({
+      type: User,
+      resolve: async (m, _args, context) => (await context.loaders.userById.load(m.senderId))!,
+    }),
     content: t.exposeString('content'),
-    dateSent: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: notImplemented }),
+    dateSent: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (m) => unixSeconds(m.dateSent) }),
   }),
 });
 
@@ -24,6 +39,7 @@ builder.queryField('directMessages', (t) =>
     description:
       'Direct messages the authenticated user received, newest first (for example from the\nnotification and welcome bots).',
     args: { limit: t.arg.int({ defaultValue: 20 }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context) =>
+      domainQuery(() => receivedDirectMessages(context.app.prisma, actorOf(context), args.limit ?? 20)),
   }),
 );

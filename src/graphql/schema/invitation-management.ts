@@ -1,8 +1,10 @@
 // Invitation lifecycle fields: listing, revoking and resending invitations.
+import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { builder } from '../builder.js';
-import { BadRequestError, NotFoundError } from './errors.js';
+import { actorOf } from '../context.js';
+import { domainQuery } from './direct-message.js';
+import { BadRequestError, NotFoundError, asResult } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
-import { notImplemented } from './not-implemented.js';
 
 const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
   isTypeOf: (value) => 'invitation' in (value as object),
@@ -19,7 +21,8 @@ builder.queryField('invitations', (t) =>
     description:
       "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
     args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context) =>
+      domainQuery(() => listInvitations(context.app.prisma, actorOf(context), { includeInactive: args.includeInactive ?? false })),
   }),
 );
 
@@ -28,12 +31,14 @@ builder.mutationFields((t) => ({
     type: InvitationActionResult,
     description: 'Revoke a pending invitation (its referrer or an administrator). Same rules as\nDELETE /api/v1/invites/{id}.',
     args: { id: t.arg.int({ required: true }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context) =>
+      asResult(async () => ({ invitation: await revokeInvitation(context.app, actorOf(context), args.id) })),
   }),
   resendInvitation: t.field({
     type: InvitationActionResult,
     description: "Send a pending invitation's e-mail again. Same rules as POST /api/v1/invites/{id}/resend.",
     args: { id: t.arg.int({ required: true }) },
-    resolve: notImplemented,
+    resolve: (_root, args, context) =>
+      asResult(async () => ({ invitation: await resendInvitation(context.app, actorOf(context), args.id) })),
   }),
 }));

@@ -3,7 +3,6 @@ import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import type { UserSummary } from '../loaders.js';
 import { Channel, UserGroup } from './channel.js';
-import { notImplemented } from './not-implemented.js';
 
 export const Role = builder.enumType('Role', {
   description: 'Organization-level role. REST uses the integer codes noted on each value.',
@@ -33,8 +32,16 @@ export const Viewer = builder.objectRef<Actor>('Viewer').implement({
     fullName: t.exposeString('fullName'),
     role: t.field({ type: Role, resolve: (u) => u.role as 100 }),
     isBot: t.exposeBoolean('isBot'),
-    subscriptions: t.field({ type: [Channel], description: 'Channels the user is subscribed to.', resolve: notImplemented }),
-    groups: t.field({ type: [UserGroup], description: 'User groups the user is a direct member of.', resolve: notImplemented }),
+    subscriptions: t.field({
+      type: [Channel],
+      description: 'Channels the user is subscribed to.',
+      resolve: (u, _args, context) => context.loaders.subscribedChannelsByUserId.load(u.id),
+    }),
+    groups: t.field({
+      type: [UserGroup],
+      description: 'User groups the user is a direct member of.',
+      resolve: (u, _args, context) => context.loaders.directGroupsByUserId.load(u.id),
+    }),
   }),
 });
 

@@ -1,5 +1,43 @@
-import { notImplementedYet } from './placeholder.js';
+// GET /invites, DELETE /invites/{id}, POST /invites/{id}/resend in the reference's shapes.
+import {
+  listPendingInvitations,
+  resendInvitation as resend,
+  revokeInvitation as revoke,
+} from '../../domain/invitations/manage.js';
+import { successResponse } from '../envelope.js';
+import { parseParams } from '../params.js';
+import type { RestHandler } from '../request.js';
 
-export const listInvitations = notImplementedYet;
-export const resendInvitation = notImplementedYet;
-export const revokeInvitation = notImplementedYet;
+const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
+
+export const listInvitations: RestHandler = async ({ actor, app }) => {
+  const invitations = await listPendingInvitations(app.prisma, actor);
+  return successResponse({
+    invites: invitations.map((i) => ({
+      id: i.id,
+      invited_by_user_id: i.referrerId,
+      invited: unixSeconds(i.invitedAt),
+      expiry_date: i.expiresAt ? unixSeconds(i.expiresAt) : null,
+      email: i.email,
+      invited_as: i.invitedAs,
+      notify_referrer_on_join: i.notifyReferrerOnJoin,
+      is_multiuse: false,
+    })),
+  });
+};
+
+/** The route only matches digits; ids past any stored one simply name nothing. */
+const invitationId = (path: Record<string, string>) => Number(path.invitationId);
+
+/** Both take only the path parameter: anything sent is reported as ignored (typed_endpoint). */
+const ignoredParameters = (params: ReadonlyMap<string, string>) => parseParams(params, {}).ignored;
+
+export const revokeInvitation: RestHandler = async ({ actor, params, path, app }) => {
+  await revoke(app, actor, invitationId(path));
+  return successResponse({}, ignoredParameters(params));
+};
+
+export const resendInvitation: RestHandler = async ({ actor, params, path, app }) => {
+  await resend(app, actor, invitationId(path));
+  return successResponse({}, ignoredParameters(params));
+};

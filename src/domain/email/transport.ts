@@ -1,0 +1,56 @@
+// Where delivered e-mail goes: an SMTP server (SMTP_URL) or, without one, .eml files under
+// DATA_DIR/outbox that any mail client opens.
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Config } from '../../config.js';
+
+export interface OutgoingEmail {
+  id: number;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface MailTransport {
+  /** Resolves once the message is accepted (or written); rejects with the reason otherwise. */
+  deliver(email: OutgoingEmail): Promise<void>;
+  close(): void;
+  /** Where mail goes, for the start-up log (no credentials). */
+  readonly description: string;
+}
+
+const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 };
+
+function smtpTransport(smtpUrl: string, from: string): MailTransport {
+  const transporter = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS }, { from });
+  const url = new URL(smtpUrl);
+  return {
+    description: `SMTP server ${url.protocol}//${url.host}`,
+    async deliver(email) {
+      await transporter.sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+    },
+    close: () => transporter.close(),
+  };
+}
+
+function fileTransport(directory: string, from: string): MailTransport {
+  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' }, { from });
+  return {
+    description: `files in ${directory}`,
+    async deliver(email) {
+      const info = await composer.sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+      await mkdir(directory, { recursive: true });
+      const path = join(directory, `${String(email.id).padStart(8, '0')}-${randomBytes(4).toString('hex')}.eml`);
+      await writeFile(path, info.message as Buffer);
+      console.log(`E-mail to ${email.to} written to ${path}`);
+    },
+    close: () => composer.close(),
+  };
+}
+
+export function createMailTransport(config: Config): MailTransport {
+  return config.smtpUrl ? smtpTransport(config.smtpUrl, config.emailFrom) : fileTransport(join(config.dataDir, 'outbox'), config.emailFrom);
+}

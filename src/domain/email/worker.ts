@@ -1,0 +1,150 @@
+// Delivers queued e-mail after commit. Several server processes may share one PostgreSQL database:
+// each claims a batch with one UPDATE over `FOR UPDATE SKIP LOCKED` rows that pushes their
+// nextAttemptAt past a lease, so no two workers hold the same e-mail. A failed attempt is retried
+// with growing delays, and marked FAILED after maxAttempts.
+import type { Prisma } from '../../db/database.js';
+import type { MailTransport } from './transport.js';
+
+export interface OutboxOptions {
+  /** Longest sleep between passes when nothing wakes the worker (ms). */
+  pollMs: number;
+  batchSize: number;
+  maxAttempts: number;
+  /** How long a claim lasts; must exceed the longest delivery attempt (SMTP timeouts are shorter). */
+  leaseMs: number;
+  /** Delay before attempt `attempt + 1` after attempt `attempt` failed (ms). */
+  retryDelayMs(attempt: number): number;
+}
+
+export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
+  pollMs: 30_000,
+  batchSize: 20,
+  maxAttempts: 6,
+  leaseMs: 10 * 60_000,
+  retryDelayMs: (attempt) => Math.min(60_000 * 2 ** (attempt - 1), 3_600_000),
+};
+
+interface ClaimedEmail {
+  id: number;
+  toAddress: string;
+  subject: string;
+  textBody: string;
+  htmlBody: string;
+  attempts: number;
+}
+
+const MIN_SLEEP_MS = 50;
+
+export class OutboxWorker {
+  private readonly options: OutboxOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private pass: Promise<void> | null = null;
+  private wakeAgain = false;
+  private stopped = false;
+
+  constructor(
+    private readonly prisma: Prisma,
+    private readonly transport: MailTransport,
+    options: Partial<OutboxOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_OUTBOX_OPTIONS, ...options };
+  }
+
+  start(): void {
+    this.wake();
+  }
+
+  /** Where delivered mail goes, for the start-up banner. */
+  get destination(): string {
+    return this.transport.description;
+  }
+
+  /** Runs a pass now (or right after the one in progress). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pass) {
+      this.wakeAgain = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.pass = this.runPass().finally(() => {
+      this.pass = null;
+      if (this.wakeAgain) {
+        this.wakeAgain = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Stops waking up, lets the pass in progress finish, then delivers what is due once more. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.pass;
+    await this.deliverDue().catch((error) => console.error('Outbox: final delivery pass failed:', error));
+    this.transport.close();
+  }
+
+  /** Claims one batch of due e-mails and attempts each; returns how many were claimed. */
+  async deliverDue(now = new Date()): Promise<number> {
+    const claimed = await this.claim(now);
+    for (const email of claimed) await this.attempt(email);
+    return claimed.length;
+  }
+
+  private async runPass(): Promise<void> {
+    let sleep = this.options.pollMs;
+    try {
+      while (!this.stopped && (await this.deliverDue()) > 0);
+      sleep = await this.timeUntilNextDue();
+    } catch (error) {
+      console.error('Outbox: delivery pass failed:', error);
+    }
+    if (!this.stopped) this.timer = setTimeout(() => this.wake(), sleep).unref();
+  }
+
+  private async claim(now: Date): Promise<ClaimedEmail[]> {
+    const leaseEnd = new Date(now.getTime() + this.options.leaseMs);
+    return this.prisma.$queryRaw<ClaimedEmail[]>`
+      UPDATE outbox_email SET attempts = attempts + 1, "nextAttemptAt" = ${leaseEnd}
+      WHERE id IN (
+        SELECT id FROM outbox_email
+        WHERE status = 'PENDING' AND "nextAttemptAt" <= ${now}
+        ORDER BY "nextAttemptAt", id
+        LIMIT ${this.options.batchSize}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING id, "toAddress", subject, "textBody", "htmlBody", attempts`;
+  }
+
+  private async attempt(email: ClaimedEmail): Promise<void> {
+    try {
+      await this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
+    } catch (error) {
+      await this.recordFailure(email, error);
+      return;
+    }
+    await this.prisma.outboxEmail.update({ where: { id: email.id }, data: { status: 'SENT', sentAt: new Date(), lastError: null } });
+  }
+
+  private async recordFailure(email: ClaimedEmail, error: unknown): Promise<void> {
+    const lastError = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
+    const givingUp = email.attempts >= this.options.maxAttempts;
+    console.error(`Outbox: e-mail ${email.id} to ${email.toAddress}, attempt ${email.attempts} failed: ${lastError}${givingUp ? ' (giving up)' : ''}`);
+    await this.prisma.outboxEmail.update({
+      where: { id: email.id },
+      data: givingUp
+        ? { status: 'FAILED', lastError }
+        : { lastError, nextAttemptAt: new Date(Date.now() + this.options.retryDelayMs(email.attempts)) },
+    });
+  }
+
+  private async timeUntilNextDue(): Promise<number> {
+    const next = await this.prisma.outboxEmail.findFirst({
+      where: { status: 'PENDING' },
+      orderBy: { nextAttemptAt: 'asc' },
+      select: { nextAttemptAt: true },
+    });
+    if (!next) return this.options.pollMs;
+    return Math.min(this.options.pollMs, Math.max(MIN_SLEEP_MS, next.nextAttemptAt.getTime() - Date.now()));
+  }
+}

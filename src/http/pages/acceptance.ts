@@ -1,0 +1,83 @@
+// The invitation link's pages: GET shows the sign-up form (or why the link cannot be used), POST
+// creates the account and shows its API key once.
+import type { Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { AppContext } from '../../app-context.js';
+import { html } from '../../domain/email/html.js';
+import { DomainError } from '../../domain/errors.js';
+import { acceptInvitation, inspectInvitation, type AcceptedAccount, type InvitationSummary } from '../../domain/invitations/accept.js';
+import { ROLE } from '../../domain/users/roles.js';
+import { errorPage, page } from './layout.js';
+
+export const ACCEPTANCE_PATH = '/accounts/do_confirm/:key';
+
+const ROLE_NAMES: Record<number, string> = {
+  [ROLE.OWNER]: 'organization owner',
+  [ROLE.ADMINISTRATOR]: 'organization administrator',
+  [ROLE.MODERATOR]: 'moderator',
+  [ROLE.MEMBER]: 'member',
+  [ROLE.GUEST]: 'guest',
+};
+
+function formPage(invitation: InvitationSummary, entered = '', problem?: string): Response {
+  const body = html`<h1>Join ${invitation.organizationName}</h1>
+<p>${invitation.referrerName} invited <strong id="invitee">${invitation.email}</strong> to join ${invitation.organizationName} as ${ROLE_NAMES[invitation.invitedAs] ?? 'member'}.</p>
+${problem ? html`<p class="error" id="error">${problem}</p>` : ''}
+<form method="post">
+<label for="full_name">Full name</label>
+<input id="full_name" name="full_name" value="${entered}" required minlength="2" maxlength="100" autocomplete="name">
+<button type="submit" id="submit">Create account</button>
+</form>`;
+  return page(`Join ${invitation.organizationName}`, body, problem ? 400 : 200);
+}
+
+function accountPage(account: AcceptedAccount, serverUrl: string): Response {
+  const body = html`<h1>Welcome to ${account.organizationName}, ${account.fullName}!</h1>
+<p>Your account <code id="email">${account.email}</code> is ready.</p>
+<p>Your API key (shown only this once, keep it safe):</p>
+<p><code id="api-key">${account.apiKey}</code></p>
+<p>Use your e-mail address and this key for HTTP Basic authentication with the GraphQL API at
+<code>${serverUrl}/graphql</code> and the REST API at <code>${serverUrl}/api/v1</code>.</p>`;
+  return page(`Welcome to ${account.organizationName}`, body);
+}
+
+function refusalPage(error: unknown): Response {
+  if (error instanceof DomainError) return errorPage('This invitation cannot be used', error.message, error.status);
+  throw error;
+}
+
+async function showForm(app: AppContext, c: Context): Promise<Response> {
+  try {
+    return formPage(await inspectInvitation(app.prisma, c.req.param('key')!));
+  } catch (error) {
+    return refusalPage(error);
+  }
+}
+
+async function submitForm(app: AppContext, c: Context): Promise<Response> {
+  const key = c.req.param('key')!;
+  const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+  const fullName = typeof form.full_name === 'string' ? form.full_name : '';
+  let invitation: InvitationSummary;
+  try {
+    invitation = await inspectInvitation(app.prisma, key);
+  } catch (error) {
+    return refusalPage(error);
+  }
+  try {
+    return accountPage(await acceptInvitation(app, key, { fullName }), app.config.serverUrl);
+  } catch (error) {
+    // Name problems (400) come back on the form; anything that makes the link unusable gets its own page.
+    if (error instanceof DomainError && error.status === 400) return formPage(invitation, fullName, error.message);
+    return refusalPage(error);
+  }
+}
+
+export function mountAcceptancePages(http: Hono, app: AppContext): void {
+  http.get(ACCEPTANCE_PATH, (c) => showForm(app, c));
+  http.post(
+    ACCEPTANCE_PATH,
+    bodyLimit({ maxSize: 16 * 1024, onError: () => errorPage('Request too large', 'The form data is too large.', 413) }),
+    (c) => submitForm(app, c),
+  );
+}

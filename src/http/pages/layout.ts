@@ -1,0 +1,39 @@
+// The shell of the server-rendered pages: self-contained (no external assets), strict headers.
+import { html, trustedHtml, type HtmlFragment } from '../../domain/email/html.js';
+
+const HEADERS: Record<string, string> = {
+  'Content-Type': 'text/html; charset=utf-8',
+  // Pages can show an API key: never cache them, never leak their URL (it holds the confirmation key).
+  'Cache-Control': 'no-store',
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+};
+
+const STYLE = `
+  body { font-family: system-ui, sans-serif; background: #f5f5f7; color: #222; margin: 0; }
+  main { max-width: 34rem; margin: 4rem auto; background: #fff; padding: 2rem; border-radius: 8px; box-shadow: 0 1px 4px #0002; }
+  h1 { font-size: 1.4rem; margin-top: 0; }
+  label { display: block; font-weight: 600; margin-bottom: .3rem; }
+  input { width: 100%; box-sizing: border-box; padding: .5rem; font-size: 1rem; }
+  button { margin-top: 1rem; padding: .6rem 1.2rem; font-size: 1rem; }
+  code { background: #eee; padding: .1rem .3rem; border-radius: 3px; word-break: break-all; }
+  .error { color: #a00; }
+`;
+
+export function page(title: string, body: HtmlFragment, status = 200): Response {
+  const document = html`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title><style>${trustedHtml(STYLE)}</style></head>
+<body><main>
+${body}
+</main></body>
+</html>
+`;
+  return new Response(document.value, { status, headers: HEADERS });
+}
+
+export function errorPage(title: string, message: string, status: number): Response {
+  return page(title, html`<h1>${title}</h1>\n<p class="error" id="error">${message}</p>`, status);
+}
