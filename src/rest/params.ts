@@ -40,12 +40,28 @@ export const jsonOneOf =
     return allowed.includes(parsed) ? parsed : fail(`Invalid ${at}: Value error, Not in the list of possible values`);
   };
 
+/** Stands in for a JSON float, which the reference (Python) never accepts as an integer: `1.0`, `1e3`. */
+const FLOAT = Object.freeze({ float: true });
+const FLOAT_MARK = '{"\\u0000float":0}';
+
+/** The JSON text with every number written as a float replaced by FLOAT_MARK. */
+function markFloats(text: string): string {
+  return text.replace(/"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g, (token) =>
+    token.startsWith('"') || /^-?\d+$/.test(token) ? token : FLOAT_MARK,
+  );
+}
+
+function parseJson(raw: string): unknown {
+  JSON.parse(raw); // throws on invalid JSON; the marked text is only parsed once it is known valid
+  return JSON.parse(markFloats(raw), (_key, value) => (value && typeof value === 'object' && '\u0000float' in value ? FLOAT : value));
+}
+
 export function json<T>(check: JsonCheck<T>): ParamSpec<T> {
   return {
     read(raw, name) {
       let value: unknown;
       try {
-        value = JSON.parse(raw);
+        value = parseJson(raw);
       } catch {
         fail(`${name} is not valid JSON`);
       }

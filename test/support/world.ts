@@ -23,15 +23,19 @@ export interface WorldUser {
 /** The example organization as a parsed file without ids (attachment ids stay: messages refer to them). */
 export function exampleWithoutIds(): OrganizationFile {
   const raw = exampleOrganization() as Record<string, Record<string, unknown> | Record<string, unknown>[]>;
-  for (const rows of Object.values(raw)) {
-    for (const row of Array.isArray(rows) ? rows : [rows]) delete row.id;
+  for (const [section, rows] of Object.entries(raw)) {
+    for (const row of Array.isArray(rows) ? rows : [rows]) {
+      if (section !== 'attachments') delete row.id;
+      // API keys and file paths are unique server-wide: let the importer generate fresh ones.
+      delete row.api_key;
+      delete row.path_id;
+    }
   }
   const parsed = parseOrganizationFile(raw);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   // Attachment ids are how messages name attachments: keep them unique per world.
   const offset = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
-  const example = exampleOrganization() as { attachments: { id: number }[] };
-  parsed.value.attachments.forEach((a, i) => (a.id = example.attachments[i]!.id + offset));
+  parsed.value.attachments.forEach((a) => (a.id! += offset));
   parsed.value.messages.forEach((m) => (m.attachment_ids = m.attachment_ids.map((id) => id + offset)));
   return parsed.value;
 }

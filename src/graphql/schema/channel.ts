@@ -1,5 +1,6 @@
 import { builder } from '../builder.js';
-import { notImplemented } from './not-implemented.js';
+import { invitableChannels, invitableGroups } from '../../domain/invitations/invite-permissions.js';
+import { actorOf } from '../context.js';
 
 export interface ChannelShape {
   id: number;
@@ -31,11 +32,12 @@ builder.queryFields((t) => ({
   invitableChannels: t.field({
     type: [Channel],
     description: 'Channels the authenticated user may name in sendInvitations.streamIds.',
-    resolve: notImplemented,
+    resolve: (_root, _args, context) => invitableChannels(context.app.prisma, actorOf(context)),
   }),
   invitableGroups: t.field({
     type: [UserGroup],
     description: 'User groups the authenticated user may name in sendInvitations.groupIds.',
-    resolve: notImplemented,
+    resolve: async (_root, _args, context) =>
+      (await invitableGroups(context.app.prisma, actorOf(context))).map((g) => ({ id: g.id, name: g.name! })),
   }),
 }));

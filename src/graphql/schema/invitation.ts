@@ -1,7 +1,8 @@
 import type { InvitationView } from '../../domain/invitations/status.js';
 import { builder } from '../builder.js';
-import { BadRequestError, InvitationFailedError } from './errors.js';
-import { notImplemented } from './not-implemented.js';
+import { sendInvitations } from '../../domain/invitations/send-invitations.js';
+import { actorOf } from '../context.js';
+import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
 import { unixSeconds } from './scalars.js';
 import { Role, User } from './user.js';
 
@@ -73,6 +74,20 @@ builder.mutationField('sendInvitations', (t) =>
     type: SendInvitationsResult,
     description: 'Invite people by e-mail address. Same rules, limits and messages as POST /api/v1/invites.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
-    resolve: notImplemented,
+    resolve: (_root, { input }, context) =>
+      asResult(async () => {
+        const invitations = await sendInvitations(context.app, actorOf(context), {
+          inviteeEmails: input.inviteeEmails.join('\n'),
+          streamIds: input.streamIds,
+          groupIds: input.groupIds ?? [],
+          inviteAs: input.inviteAs ?? Number.NaN,
+          inviteExpiresInMinutes: input.inviteExpiresInMinutes,
+          includeRealmDefaultSubscriptions: input.includeRealmDefaultSubscriptions ?? false,
+          notifyReferrerOnJoin: input.notifyReferrerOnJoin ?? true,
+          // GraphQL null means "the organization's default", which is also what omitting it means.
+          welcomeMessageCustomText: input.welcomeMessageCustomText ?? undefined,
+        });
+        return { invitations };
+      }),
   })
 );

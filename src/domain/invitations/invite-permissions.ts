@@ -1,0 +1,173 @@
+// Who may invite, as what, to which channels and groups (behaviour.md 3.2 steps 2-13, 3.3, 3.5, 3.6,
+// Decision 1). The same rules answer "what may I pick?" for the GraphQL invitable lists, so what a
+// user can pick is exactly what sending accepts.
+import type { Prisma } from '../../db/database.js';
+import type { Actor } from '../auth/authenticate.js';
+import { DomainError, badRequest } from '../errors.js';
+import { settingsHeldBy } from '../permissions/group-membership.js';
+import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
+
+const MAX_DB_INT = 2 ** 31 - 1;
+
+/** Ids that can name a row at all (a JSON integer may be far outside the column's range). */
+const storableIds = (ids: number[]) => ids.filter((id) => Number.isSafeInteger(id) && id > 0 && id <= MAX_DB_INT);
+
+/** Runs before anything else, even parameter parsing (the reference's decorators). */
+export function assertMayUseInvitations(actor: Actor): void {
+  if (isGuest(actor.role)) throw badRequest('Not allowed for guest users');
+  if (actor.botType !== null) throw badRequest('This endpoint does not accept bot requests.');
+}
+
+/** Decision 1: owners invite anyone; administrators up to administrator; moderators up to moderator. */
+export function assertMayInviteAs(actor: Actor, inviteAs: number): void {
+  if (inviteAs === ROLE.OWNER && actor.role !== ROLE.OWNER) {
+    throw new DomainError('Must be an organization owner', { code: 'UNAUTHORIZED_PRINCIPAL' });
+  }
+  const mayGrant = inviteAs === ROLE.MODERATOR ? actor.role <= ROLE.MODERATOR : isAdministrator(actor.role);
+  if (inviteAs < ROLE.MEMBER && !mayGrant) throw badRequest('Must be an organization administrator');
+}
+
+type ChannelRow = Awaited<ReturnType<typeof loadChannels>>[number];
+type GroupRow = Awaited<ReturnType<typeof loadGroups>>[number];
+
+function loadChannels(db: Prisma, organizationId: number, ids?: number[]) {
+  return db.channel.findMany({
+    where: { organizationId, ...(ids ? { id: { in: storableIds(ids) } } : {}) },
+    orderBy: { id: 'asc' },
+  });
+}
+
+function loadGroups(db: Prisma, organizationId: number, ids?: number[]) {
+  return db.userGroup.findMany({
+    where: { organizationId, name: { not: null }, ...(ids ? { id: { in: storableIds(ids) } } : {}) },
+    orderBy: { id: 'asc' },
+  });
+}
+
+/**
+ * Everything the permission checks need about the actor, their organization and the channels and
+ * groups in question, loaded with a fixed number of queries.
+ */
+export interface InvitePermissions {
+  organization: NonNullable<Awaited<ReturnType<typeof loadOrganization>>>;
+  channels: Map<number, ChannelRow>;
+  groups: Map<number, GroupRow>;
+  subscribed: Set<number>;
+  held: Set<number>;
+  actor: Actor;
+}
+
+function loadOrganization(db: Prisma, organizationId: number) {
+  return db.organization.findUnique({ where: { id: organizationId }, include: { domains: true } });
+}
+
+export async function loadInvitePermissions(
+  db: Prisma,
+  actor: Actor,
+  scope: { channelIds?: number[]; groupIds?: number[] },
+): Promise<InvitePermissions> {
+  const [organization, channels, groups, subscriptions, member] = await Promise.all([
+    loadOrganization(db, actor.organizationId),
+    loadChannels(db, actor.organizationId, scope.channelIds),
+    loadGroups(db, actor.organizationId, scope.groupIds),
+    db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
+    db.user.findUniqueOrThrow({ where: { id: actor.id }, select: { id: true, role: true, dateJoined: true } }),
+  ]);
+  if (!organization) throw badRequest('Invalid organization');
+  const settingIds = [
+    organization.canInviteUsersGroupId,
+    organization.canAddSubscribersGroupId,
+    organization.canManageAllGroupsId,
+    ...channels.flatMap((c) => [c.canAddSubscribersGroupId, c.canSubscribeGroupId, c.canAdministerChannelGroupId]),
+    ...groups.flatMap((g) => [g.canManageGroupId, g.canAddMembersGroupId]),
+  ];
+  return {
+    organization,
+    channels: new Map(channels.map((c) => [c.id, c])),
+    groups: new Map(groups.map((g) => [g.id, g])),
+    subscribed: new Set(subscriptions.map((s) => s.channelId)),
+    held: await settingsHeldBy(db, member, organization, settingIds),
+    actor,
+  };
+}
+
+const holds = (p: InvitePermissions, groupId: number | null) => groupId !== null && p.held.has(groupId);
+
+export function assertMayInvite(p: InvitePermissions): void {
+  if (!holds(p, p.organization.canInviteUsersGroupId)) throw badRequest('Insufficient permission');
+}
+
+/** Step 10: the channel is the caller's organization's, not archived, and its content is visible to them. */
+function hasContentAccess(p: InvitePermissions, channel: ChannelRow | undefined): channel is ChannelRow {
+  if (!channel || channel.isArchived) return false;
+  return (
+    channel.isWebPublic ||
+    p.subscribed.has(channel.id) ||
+    !channel.inviteOnly ||
+    holds(p, channel.canAddSubscribersGroupId) ||
+    holds(p, channel.canSubscribeGroupId)
+  );
+}
+
+/** Step 11: default channels are always allowed. */
+function mayAddSubscribers(p: InvitePermissions, channel: ChannelRow): boolean {
+  return (
+    isAdministrator(p.actor.role) ||
+    holds(p, p.organization.canAddSubscribersGroupId) ||
+    channel.isDefault ||
+    holds(p, channel.canAdministerChannelGroupId) ||
+    holds(p, channel.canAddSubscribersGroupId)
+  );
+}
+
+export function assertChannelsInvitable(p: InvitePermissions, channelIds: number[]): void {
+  for (const id of channelIds) {
+    if (!hasContentAccess(p, p.channels.get(id))) throw badRequest(`Invalid channel ID ${id}. No invites were sent.`);
+  }
+  if (!channelIds.every((id) => mayAddSubscribers(p, p.channels.get(id)!))) {
+    throw badRequest('You do not have permission to subscribe other users to channels.');
+  }
+}
+
+/** Step 12: the reason the caller cannot add invitees to the group, or null. */
+function groupRefusal(p: InvitePermissions, id: number): string | null {
+  const group = p.groups.get(id);
+  if (!group) return 'Invalid user group';
+  if (group.deactivated) return 'User group is deactivated.';
+  if (group.isSystemGroup) return 'Insufficient permission';
+  const allowed =
+    holds(p, p.organization.canManageAllGroupsId) || holds(p, group.canManageGroupId) || holds(p, group.canAddMembersGroupId);
+  return allowed ? null : 'Insufficient permission';
+}
+
+export function assertGroupsInvitable(p: InvitePermissions, groupIds: number[]): void {
+  for (const id of groupIds) {
+    const refusal = groupRefusal(p, id);
+    if (refusal) throw badRequest(refusal);
+  }
+}
+
+function mayInviteAtAll(p: InvitePermissions): boolean {
+  try {
+    assertMayUseInvitations(p.actor);
+    assertMayInvite(p);
+    return true;
+  } catch (error) {
+    if (error instanceof DomainError) return false;
+    throw error;
+  }
+}
+
+/** Channels the actor may name in stream_ids: exactly those sending accepts. */
+export async function invitableChannels(db: Prisma, actor: Actor): Promise<ChannelRow[]> {
+  const p = await loadInvitePermissions(db, actor, {});
+  if (!mayInviteAtAll(p)) return [];
+  return [...p.channels.values()].filter((c) => hasContentAccess(p, c) && mayAddSubscribers(p, c));
+}
+
+/** Groups the actor may name in group_ids: exactly those sending accepts. */
+export async function invitableGroups(db: Prisma, actor: Actor): Promise<GroupRow[]> {
+  const p = await loadInvitePermissions(db, actor, {});
+  if (!mayInviteAtAll(p)) return [];
+  return [...p.groups.values()].filter((g) => groupRefusal(p, g.id) === null);
+}
