@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { createGraphQLError } from 'graphql-yoga';
 import { DomainError } from '../../domain/errors.js';
 import { receivedDirectMessages, type DirectMessageView } from '../../domain/messages/direct-messages.js';
 import { builder } from '../builder.js';
@@ -10,13 +10,14 @@ export type DirectMessageShape = DirectMessageView;
 
 /**
  * Runs a query's service call: queries have no error union, so a refusal becomes a GraphQL error
- * carrying the REST message and code (unmasked, unlike unexpected errors).
+ * carrying the REST message and code. Built with Yoga's own GraphQLError class, so Yoga recognises it
+ * as expected (and does not mask it) even when the test runner loads a second copy of graphql.
  */
 export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof DomainError) throw new GraphQLError(error.message, { extensions: { code: error.code } });
+    if (error instanceof DomainError) throw createGraphQLError(error.message, { extensions: { code: error.code } });
     throw error;
   }
 }

@@ -1,0 +1,154 @@
+// E-mail delivery: a real SMTP receiver, the .eml fallback, retries, two workers on one database,
+// and the drain on close.
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
+import { createMailTransport } from '../../src/domain/email/transport.js';
+import { OutboxWorker } from '../../src/domain/email/worker.js';
+import type { RunningServer } from '../../src/server.js';
+import { createInvitation, createInvitations, uniqueEmail } from '../support/invitations.js';
+import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
+import { createWorld } from '../support/world.js';
+
+let receiver: MailReceiver;
+beforeAll(async () => {
+  receiver = await startMailReceiver();
+});
+afterAll(() => receiver.close());
+
+const mailTo = (address: string) => receiver.received.filter((m) => m.to && !Array.isArray(m.to) && m.to.value[0]?.address === address);
+const outboxRow = (server: RunningServer, invitationId: number) =>
+  server.app.prisma.outboxEmail.findFirstOrThrow({ where: { invitationId }, orderBy: { id: 'desc' } });
+
+test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped HTML', async () => {
+  const server = await startServerWithOutbox({ smtpUrl: receiver.url });
+  try {
+    const world = await createWorld(server.app.prisma);
+    await server.app.prisma.organization.update({ where: { id: world.org.id }, data: { name: 'Lighthouse <Co> & "Friends"' } });
+    const invitee = uniqueEmail('sam');
+    const invitation = await createInvitation(server, world, { email: invitee, referrer: 'owner', expiresAt: new Date('2099-03-04T05:06:00Z') });
+
+    const [mail] = await eventually(() => mailTo(invitee).length > 0 && mailTo(invitee), 'the invitation e-mail');
+    const link = `${server.url}/accounts/do_confirm/${invitation.confirmationKey}`;
+    expect(mail!.subject).toBe('Olga Owner has invited you to join Lighthouse <Co> & "Friends"');
+    expect(mail!.from?.value).toEqual([{ address: 'noreply@teamchat.test', name: 'Zulip' }]);
+    expect(mail!.text).toBe(
+      'Hello,\n\n' +
+        'Olga Owner (olga@lighthouse.example) wants you to join them on Zulip, in the organization Lighthouse <Co> & "Friends".\n\n' +
+        `To accept the invitation and create your account, open this link:\n${link}\n\n` +
+        'This invitation expires on 4 March 2099, 05:06 UTC.\n',
+    );
+    expect(mail!.html).toContain('wants you to join them on Zulip, in the organization <strong>Lighthouse &lt;Co&gt; &amp; &quot;Friends&quot;</strong>');
+    expect(mail!.html).toContain(`<a href="${link}">`);
+    expect(mail!.html).not.toContain('<Co>');
+    expect(mailTo(invitee)).toHaveLength(1);
+
+    const row = await eventually(async () => {
+      const r = await outboxRow(server, invitation.id);
+      return r.status === 'SENT' && r;
+    }, 'the row to be marked sent');
+    expect(row).toMatchObject({ toAddress: invitee, attempts: 1, lastError: null, kind: 'invitation' });
+    expect(row.sentAt).toBeInstanceOf(Date);
+  } finally {
+    await server.close();
+  }
+});
+
+test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outbox', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outbox-'));
+  const server = await startServerWithOutbox({ dataDir });
+  try {
+    const world = await createWorld(server.app.prisma);
+    const invitee = uniqueEmail('eml');
+    const invitation = await createInvitation(server, world, { email: invitee, expiresAt: null });
+    const files = await eventually(async () => {
+      const names = await readdir(join(dataDir, 'outbox')).catch(() => []);
+      return names.length > 0 && names;
+    }, 'an .eml file');
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^\d{8}-[0-9a-f]{8}\.eml$/);
+    const mail = await simpleParser(await readFile(join(dataDir, 'outbox', files[0]!)));
+    expect(mail.subject).toBe('Adam Admin has invited you to join Lighthouse Cooperative');
+    expect(mail.to).toMatchObject({ value: [{ address: invitee }] });
+    expect(mail.text).toContain(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`);
+    expect(mail.text).toContain('This invitation does not expire.');
+    await eventually(async () => (await outboxRow(server, invitation.id)).status === 'SENT', 'the row to be marked sent');
+  } finally {
+    await server.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a refused delivery is retried; after maxAttempts refusals the e-mail is FAILED', async () => {
+  const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { retryDelayMs: () => 0, maxAttempts: 3 } });
+  try {
+    const world = await createWorld(server.app.prisma);
+    receiver.refuseNext(1);
+    const retried = await createInvitation(server, world, { email: uniqueEmail('retry') });
+    await eventually(() => mailTo(retried.email).length === 1, 'the retried e-mail');
+    const delivered = await eventually(async () => {
+      const r = await outboxRow(server, retried.id);
+      return r.status === 'SENT' && r;
+    }, 'the retried row to be sent');
+    expect(delivered).toMatchObject({ attempts: 2, lastError: null });
+
+    receiver.refuseNext(3);
+    const failing = await createInvitation(server, world, { email: uniqueEmail('fail') });
+    const failed = await eventually(async () => {
+      const r = await outboxRow(server, failing.id);
+      return r.status === 'FAILED' && r;
+    }, 'the row to fail');
+    expect(failed.attempts).toBe(3);
+    expect(failed.lastError).toMatch(/451/);
+    expect(mailTo(failing.email)).toEqual([]);
+  } finally {
+    receiver.refuseNext(0);
+    await server.close();
+  }
+});
+
+test('two workers on one database deliver every e-mail exactly once', async () => {
+  const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { batchSize: 3 } });
+  // On PostgreSQL the second worker is another connection pool, as a second server process would be.
+  const second = process.env.DATABASE_URL ? await openDatabase({ databaseUrl: process.env.DATABASE_URL }) : null;
+  const otherWorker = new OutboxWorker(second?.prisma ?? server.app.prisma, createMailTransport(server.app.config), { batchSize: 3 });
+  try {
+    const world = await createWorld(server.app.prisma);
+    const invitations = await createInvitations(
+      server,
+      world,
+      Array.from({ length: 24 }, (_, i) => ({ email: uniqueEmail(`twice-${i}`) })),
+    );
+    otherWorker.start();
+    server.outbox!.wake();
+    await eventually(async () => {
+      const sent = await server.app.prisma.outboxEmail.count({ where: { invitationId: { in: invitations.map((i) => i.id) }, status: 'SENT' } });
+      return sent === invitations.length;
+    }, 'every row to be sent');
+    for (const invitation of invitations) expect(mailTo(invitation.email)).toHaveLength(1);
+    const rows = await server.app.prisma.outboxEmail.findMany({ where: { invitationId: { in: invitations.map((i) => i.id) } } });
+    expect(rows.map((r) => r.attempts)).toEqual(invitations.map(() => 1));
+  } finally {
+    await otherWorker.stop();
+    await second?.close();
+    await server.close();
+  }
+});
+
+test('closing the server delivers what was queued but not yet sent', async () => {
+  const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { pollMs: 3_600_000 } });
+  const world = await createWorld(server.app.prisma);
+  // Queued without waking the worker, as a request still in flight at shutdown would leave it.
+  const invitation = await createInvitation(server, world, { email: uniqueEmail('drain'), queueEmail: false });
+  await server.app.prisma.$transaction(async (tx) => {
+    const row = await tx.invitation.findUniqueOrThrow({ where: { id: invitation.id }, include: { referrer: true, organization: true } });
+    await queueInvitationEmails(tx, server.app.config, [row]);
+  });
+  expect(mailTo(invitation.email)).toEqual([]);
+  await server.close();
+  expect(mailTo(invitation.email)).toHaveLength(1);
+});

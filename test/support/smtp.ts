@@ -1,0 +1,68 @@
+// A real SMTP receiver on port 0 (smtp-server), parsing what it receives with mailparser; and a
+// server started with e-mail delivery tuned for tests.
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { testDatabaseOptions } from './server.js';
+
+export interface MailReceiver {
+  url: string;
+  received: ParsedMail[];
+  /** The next `count` messages are refused with a temporary failure (451). */
+  refuseNext(count: number): void;
+  close(): Promise<void>;
+}
+
+export async function startMailReceiver(): Promise<MailReceiver> {
+  const received: ParsedMail[] = [];
+  let refusals = 0;
+  const server = new SMTPServer({
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    authOptional: true,
+    logger: false,
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        if (refusals > 0) {
+          refusals--;
+          callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
+          return;
+        }
+        simpleParser(Buffer.concat(chunks)).then((mail) => {
+          received.push(mail);
+          callback();
+        }, callback);
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    refuseNext: (count) => (refusals = count),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Like startTestServer, with worker options (or no worker) and the acceptance links pointing at it. */
+export async function startServerWithOutbox(overrides: Partial<Config>, options: ServerOptions = {}): Promise<RunningServer> {
+  const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, emailFrom: 'Zulip <noreply@teamchat.test>', ...overrides };
+  const server = await startServer(config, await testDatabaseOptions(), options);
+  server.app.config.serverUrl = server.url;
+  return server;
+}
+
+/** Polls until `check` returns a value other than undefined/false, or fails after the deadline. */
+export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, deadlineMs = 15_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
