@@ -1,0 +1,140 @@
+// The whole journey in a real browser: the e-mail arrives over SMTP, its link opens in Chromium, the
+// form creates the account, and the API key on the page works against GraphQL.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { graphql } from '../generated/gql.js';
+import { launchBrowser } from '../support/browser.js';
+import { gql } from '../support/graphql.js';
+import { createInvitation, uniqueEmail } from '../support/invitations.js';
+import { basicAuth } from '../support/server.js';
+import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
+import { createWorld } from '../support/world.js';
+import { WELCOME_BOT_INTRO } from '../../src/domain/invitations/accept.js';
+import type { RunningServer } from '../../src/server.js';
+
+let receiver: MailReceiver;
+let server: RunningServer;
+let browser: Browser;
+beforeAll(async () => {
+  receiver = await startMailReceiver();
+  server = await startServerWithOutbox({ smtpUrl: receiver.url });
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await receiver?.close();
+});
+
+const Me = graphql(`
+  query BrowserAcceptedMe {
+    me {
+      email
+      fullName
+      role
+      subscriptions {
+        name
+      }
+      groups {
+        name
+      }
+    }
+  }
+`);
+
+const Inbox = graphql(`
+  query BrowserInbox {
+    directMessages(limit: 5) {
+      content
+      dateSent
+      sender {
+        fullName
+      }
+    }
+  }
+`);
+
+async function linkFromMailTo(address: string): Promise<string> {
+  const mail = await eventually(
+    () => receiver.received.find((m) => m.to && !Array.isArray(m.to) && m.to.value[0]?.address === address),
+    `the invitation e-mail to ${address}`,
+  );
+  const href = /<a href="([^"]+)">/.exec(mail.html || '')?.[1];
+  expect(href).toBeDefined();
+  expect(mail.text).toContain(href!);
+  return href!;
+}
+
+test('an invitee follows the e-mailed link, signs up in the browser and uses the API key', async () => {
+  const world = await createWorld(server.app.prisma);
+  const email = uniqueEmail('browser');
+  await createInvitation(server, world, {
+    email,
+    referrer: 'member',
+    invitedAs: 600,
+    channelIds: [await world.channelId('design')],
+    groupIds: [await world.groupId('support')],
+    welcomeMessageCustomText: 'Glad you are here, <friend>!',
+  });
+  const href = await linkFromMailTo(email);
+
+  const page = await browser.newPage();
+  try {
+    const response = await page.goto(href);
+    expect(response?.status()).toBe(200);
+    expect(await page.textContent('h1')).toBe('Join Lighthouse Cooperative');
+    expect(await page.textContent('#invitee')).toBe(email);
+    await page.fill('#full_name', '  Bea <Browser>  ');
+    await page.click('#submit');
+    await page.waitForSelector('#error');
+    expect(await page.textContent('#error')).toBe('Invalid characters in name!');
+    await page.fill('#full_name', 'Bea Browser');
+    await page.click('#submit');
+    await page.waitForSelector('#api-key');
+    expect(await page.textContent('h1')).toBe('Welcome to Lighthouse Cooperative, Bea Browser!');
+    const apiKey = (await page.textContent('#api-key'))!;
+    expect(apiKey).toMatch(/^[A-Za-z0-9]{32}$/);
+
+    const auth = basicAuth(email, apiKey);
+    expect(await gql(server.url, Me, {}, auth)).toEqual({
+      status: 200,
+      data: { me: { email, fullName: 'Bea Browser', role: 'GUEST', subscriptions: [{ name: 'design' }], groups: [{ name: 'support' }] } },
+    });
+    const inbox = await gql(server.url, Inbox, {}, auth);
+    expect(inbox.data?.directMessages.map((m) => [m.sender.fullName, m.content])).toEqual([
+      ['Welcome Bot', 'Glad you are here, <friend>!'],
+      ['Welcome Bot', WELCOME_BOT_INTRO],
+    ]);
+    expect(Math.abs(inbox.data!.directMessages[0]!.dateSent - Date.now() / 1000)).toBeLessThan(600);
+    const user = await server.app.prisma.user.findFirstOrThrow({ where: { organizationId: world.org.id, emailKey: email } });
+    const referrerInbox = await gql(server.url, Inbox, {}, world.users.member.auth);
+    expect(referrerInbox.data?.directMessages.map((m) => [m.sender.fullName, m.content])).toEqual([
+      ['Notification Bot', `@_**Bea Browser|${user.id}** accepted your invitation to join Zulip!`],
+    ]);
+
+    // The same link, opened again, explains that it was used.
+    const again = await page.goto(href);
+    expect(again?.status()).toBe(410);
+    expect(await page.textContent('#error')).toBe('This invitation link has already been used to create an account.');
+  } finally {
+    await page.close();
+  }
+});
+
+test('a revoked invitation\'s e-mailed link shows why it cannot be used', async () => {
+  const world = await createWorld(server.app.prisma);
+  const email = uniqueEmail('revoked');
+  const invitation = await createInvitation(server, world, { email, referrer: 'admin' });
+  const href = await linkFromMailTo(email);
+  const revoke = await fetch(`${server.url}/api/v1/invites/${invitation.id}`, { method: 'DELETE', headers: { authorization: world.users.admin.auth } });
+  expect(revoke.status).toBe(200);
+  const page = await browser.newPage();
+  try {
+    const response = await page.goto(href);
+    expect(response?.status()).toBe(410);
+    expect(await page.textContent('#error')).toBe('This invitation has been revoked. Ask the person who invited you for a new invitation.');
+    expect(await page.$('form')).toBeNull();
+  } finally {
+    await page.close();
+  }
+});
