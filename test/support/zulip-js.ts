@@ -1,0 +1,17 @@
+// The `zulip-js` npm package (it ships no type declarations): just the part the tests use.
+import { createRequire } from 'node:module';
+import type { World, WorldUserName } from './world.js';
+
+export interface ZulipClient {
+  callEndpoint(endpoint: string, method?: string, params?: Record<string, unknown>): Promise<any>;
+  emojis: { retrieve(params?: Record<string, unknown>): Promise<any> };
+  users: { me: { getProfile(): Promise<any> } };
+  server: { settings(params?: Record<string, unknown>): Promise<any> };
+}
+
+type ZulipInit = (config: { realm: string; username: string; apiKey: string }) => Promise<ZulipClient>;
+const zulipInit = createRequire(import.meta.url)('zulip-js') as ZulipInit;
+
+/** A zulip-js client logged in as one of the world's users, as a real deployment would configure it. */
+export const zulipClientFor = (serverUrl: string, world: World, who: WorldUserName) =>
+  zulipInit({ realm: serverUrl, username: world.users[who].email, apiKey: world.users[who].apiKey });
