@@ -20,7 +20,7 @@ const notFoundBody = (name: string) => ({ result: 'error', msg: `Emoji '${name}'
 const NOT_ALLOWED = { result: 'error', msg: 'Must be an organization administrator or emoji author', code: 'BAD_REQUEST' };
 
 /** DELETE with the name percent-encoded as a client would, validated against the OpenAPI excerpt. */
-async function deactivate(authorization: string, name: string, call: Omit<ApiCall, 'authorization'> = {}, encode = encodeURIComponent) {
+async function deactivate(authorization: string, name: string, call: Omit<ApiCall, 'authorization'> = {}, encode: (name: string) => string = encodeURIComponent) {
   const response = await callApi(server.url, 'DELETE', `/realm/emoji/${encode(name)}`, { authorization, ...call });
   expectMatchesOpenApi('DELETE', '/realm/emoji/{emoji_name}', response);
   return response;
