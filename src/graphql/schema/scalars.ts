@@ -20,5 +20,4 @@ builder.scalarType('SafeInt', {
   },
 });
 
-/** UNIX seconds of a date (whole seconds, truncated). */
-export const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
+export { unixSeconds } from '../../domain/time.js';

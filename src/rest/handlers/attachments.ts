@@ -1,7 +1,7 @@
 // GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
 // attachments service.
 import { deleteOwnAttachment, linkedMessagesByAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
-import { unixSeconds } from '../../graphql/schema/scalars.js';
+import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
 import { parseParams } from '../params.js';
 import type { RestHandler } from '../request.js';
