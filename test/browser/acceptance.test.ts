@@ -119,7 +119,7 @@ test('an invitee follows the e-mailed link, signs up in the browser and uses the
   } finally {
     await page.close();
   }
-});
+}, 120_000);
 
 test('a revoked invitation\'s e-mailed link shows why it cannot be used', async () => {
   const world = await createWorld(server.app.prisma);

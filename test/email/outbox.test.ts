@@ -4,7 +4,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test as baseTest } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
 import { createMailTransport } from '../../src/domain/email/transport.js';
@@ -13,6 +13,9 @@ import type { RunningServer } from '../../src/server.js';
 import { createInvitation, createInvitations, uniqueEmail } from '../support/invitations.js';
 import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
 import { createWorld } from '../support/world.js';
+
+// Each test starts its own server(s) and organization: generous time on a shared 2-core machine.
+const test = (name: string, body: () => Promise<void>) => baseTest(name, body, 120_000);
 
 let receiver: MailReceiver;
 beforeAll(async () => {
