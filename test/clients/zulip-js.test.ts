@@ -1,31 +1,21 @@
 // The `zulip-js` npm package as a real client against the running server: it authenticates with
 // HTTP Basic, sends DELETE/GET parameters in the query string and resolves to the parsed JSON
 // body whatever the status (behaviour.md section 7).
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
-
-/** The part of zulip-js used here (the package ships no type declarations). */
-interface ZulipClient {
-  callEndpoint(endpoint: string, method?: string, params?: Record<string, unknown>): Promise<any>;
-  emojis: { retrieve(params?: Record<string, unknown>): Promise<any> };
-  users: { me: { getProfile(): Promise<any> } };
-  server: { settings(params?: Record<string, unknown>): Promise<any> };
-}
-type ZulipInit = (config: { realm: string; username: string; apiKey: string }) => Promise<ZulipClient>;
-const zulipInit = createRequire(import.meta.url)('zulip-js') as ZulipInit;
+import { zulipClient, zulipClientFor } from '../support/zulip-js.js';
 
 let server: TestServer;
 let world: World;
 beforeAll(async () => {
   server = await startTestServer();
-  world = await createWorld(server.app.prisma, (file) => file.attachments.forEach((a) => delete a.path_id));
+  world = await createWorld(server.app.prisma);
 });
 afterAll(() => server.close());
 
-const clientFor = (who: WorldUserName) => zulipInit({ realm: server.url, username: world.users[who].email, apiKey: world.users[who].apiKey });
+const clientFor = (who: WorldUserName) => zulipClientFor(server.url, world, who);
 
 const emojiActive = async (name: string) =>
   (await server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: world.org.id, name }, orderBy: { id: 'asc' } })).deactivated === false;
@@ -91,11 +81,11 @@ describe('zulip-js', () => {
   });
 
   test('wrong credentials come back as a JSON error body, not a thrown error', async () => {
-    const client = await zulipInit({ realm: server.url, username: world.users.member.email, apiKey: world.users.owner.apiKey });
+    const client = await zulipClient(server.url, world.users.member.email, world.users.owner.apiKey);
     const response = await client.callEndpoint('/attachments');
     expect(response).toEqual({ result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' });
     expectMatchesOpenApi('GET', '/attachments', { status: 401, body: response });
   });
 
-  // Invitations through zulip-js (POST /invites, multipart) are tested in this describe block too.
+  // Invitations through zulip-js (multipart POST bodies) are in zulip-js-invites.test.ts.
 });

@@ -15,8 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const uniquePaths = (file: { attachments: { path_id?: string }[] }) => file.attachments.forEach((a) => delete a.path_id);
-const newWorld = (prisma: Prisma = server.app.prisma) => createWorld(prisma, uniquePaths);
+const newWorld = (prisma: Prisma = server.app.prisma) => createWorld(prisma);
 
 const WORLD_TOTAL = 571_946 + 12 + 3_221_225_472;
 

@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const newWorld = () => createWorld(server.app.prisma, (file) => file.attachments.forEach((a) => delete a.path_id));
+const newWorld = () => createWorld(server.app.prisma);
 
 const DeactivateCustomEmoji = graphql(`
   mutation DeactivateCustomEmoji($emojiName: String!) {

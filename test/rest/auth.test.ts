@@ -12,7 +12,7 @@ let server: TestServer;
 let world: World;
 beforeAll(async () => {
   server = await startTestServer();
-  world = await createWorld(server.app.prisma, (file) => file.attachments.forEach((a) => delete a.path_id));
+  world = await createWorld(server.app.prisma);
 });
 afterAll(() => server.close());
 
@@ -103,10 +103,7 @@ describe('credentials', () => {
   });
 
   test('a user of a deactivated organization is `This organization has been deactivated`', async () => {
-    const other = await createWorld(server.app.prisma, (file) => {
-      file.attachments.forEach((a) => delete a.path_id);
-      file.organization.deactivated = true;
-    });
+    const other = await createWorld(server.app.prisma, (file) => (file.organization.deactivated = true));
     await expectRefused({ authorization: other.users.owner.auth }, 401, unauthorized('This organization has been deactivated'));
     // The organization check comes before the user check.
     await expectRefused({ authorization: other.users.deactivated.auth }, 401, unauthorized('This organization has been deactivated'));

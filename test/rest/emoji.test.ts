@@ -13,7 +13,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 // Attachment path ids are unique across organizations: let the importer make fresh ones per world.
-const newWorld = () => createWorld(server.app.prisma, (file) => file.attachments.forEach((a) => delete a.path_id));
+const newWorld = () => createWorld(server.app.prisma);
 
 const SUCCESS = { result: 'success', msg: '' };
 const notFoundBody = (name: string) => ({ result: 'error', msg: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });

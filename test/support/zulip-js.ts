@@ -12,6 +12,8 @@ export interface ZulipClient {
 type ZulipInit = (config: { realm: string; username: string; apiKey: string }) => Promise<ZulipClient>;
 const zulipInit = createRequire(import.meta.url)('zulip-js') as ZulipInit;
 
+export const zulipClient = (serverUrl: string, username: string, apiKey: string) => zulipInit({ realm: serverUrl, username, apiKey });
+
 /** A zulip-js client logged in as one of the world's users, as a real deployment would configure it. */
 export const zulipClientFor = (serverUrl: string, world: World, who: WorldUserName) =>
-  zulipInit({ realm: serverUrl, username: world.users[who].email, apiKey: world.users[who].apiKey });
+  zulipClient(serverUrl, world.users[who].email, world.users[who].apiKey);
