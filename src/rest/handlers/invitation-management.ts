@@ -4,11 +4,10 @@ import {
   resendInvitation as resend,
   revokeInvitation as revoke,
 } from '../../domain/invitations/manage.js';
+import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
 import { parseParams } from '../params.js';
 import type { RestHandler } from '../request.js';
-
-const unixSeconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
 export const listInvitations: RestHandler = async ({ actor, app }) => {
   const invitations = await listPendingInvitations(app.prisma, actor);
