@@ -21,7 +21,12 @@ const running = server;
 if (!process.env.SERVER_URL && config.port === 0) running.app.config.serverUrl = running.url;
 
 const demo = await ensureDemoOrganization(running.database.prisma);
-console.log(startupBanner(running.app.config.serverUrl, demo, running.database.kind === 'pglite'));
+const facts = {
+  baseUrl: running.app.config.serverUrl,
+  mailDestination: running.outbox?.destination,
+  embeddedDatabase: running.database.kind === 'pglite',
+};
+console.log(startupBanner(facts, demo));
 
 let stopping = false;
 async function shutdown(signal: string) {

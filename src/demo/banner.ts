@@ -2,11 +2,19 @@
 import type { Credentials, DemoOutcome } from './create-demo.js';
 import { DEMO_OTHER_ACCOUNTS } from './demo-organization.js';
 
-export function startupBanner(baseUrl: string, demo: DemoOutcome, embeddedDatabase: boolean): string {
+export interface ServerFacts {
+  baseUrl: string;
+  /** Where invitation e-mail goes (SMTP server or outbox directory); undefined: no worker. */
+  mailDestination?: string;
+  embeddedDatabase: boolean;
+}
+
+export function startupBanner({ baseUrl, mailDestination, embeddedDatabase }: ServerFacts, demo: DemoOutcome): string {
   return [
     `Server listening on ${baseUrl}`,
     `  GraphiQL:  ${baseUrl}/graphql`,
     `  REST base: ${baseUrl}/api/v1`,
+    ...(mailDestination ? [`  E-mail:    ${mailDestination}`] : []),
     '',
     ...(demo.created ? demoCreated(baseUrl, demo, embeddedDatabase) : demoSkipped(demo, embeddedDatabase)),
   ].join('\n');

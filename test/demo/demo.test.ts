@@ -78,12 +78,11 @@ async function checkPrintedCredentials(output: string) {
   const rest = await fetch(curlUrl!, { headers: { authorization: 'Basic ' + Buffer.from(curlUser!).toString('base64') } });
   const refused = await fetch(curlUrl!, { headers: { authorization: basic(memberEmail!, ownerKey!) } });
   expect(refused.status).toBe(401);
-  // The attachments endpoint is built separately; until it lands it answers 501 (after authenticating).
-  expect([200, 501]).toContain(rest.status);
-  if (rest.status === 200) {
-    const body = await rest.json();
-    expect(body.attachments.map((a: { name: string }) => a.name).sort()).toEqual(['homepage-mockup.png', 'lighthouse-logo.svg', 'release-notes.txt']);
-  }
+  expect(rest.status).toBe(200);
+  const body = await rest.json();
+  expect(body.upload_space_used).toBe(82_874_063);
+  const sams = body.attachments.map((a: { name: string; message_ids: number[] }) => [a.name, a.message_ids.length]);
+  expect(sams.sort()).toEqual([['homepage-mockup.png', 2], ['lighthouse-logo.svg', 2], ['release-notes.txt', 1]]);
 }
 
 /** What the two runs left in the database: one demo organization with every role and realistic content. */
@@ -121,12 +120,14 @@ async function firstAndSecondStart(database: { DATA_DIR: string } | { DATABASE_U
   expect(second.output()).not.toContain('API key:');
   expect(second.output().includes('stop the server first')).toBe(embedded);
   await stop(second);
+  return first.output();
 }
 
 test('embedded database: the first start creates the demo and prints working credentials; the second creates nothing', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-demo-'));
   try {
-    await firstAndSecondStart({ DATA_DIR: dataDir }, true);
+    const output = await firstAndSecondStart({ DATA_DIR: dataDir }, true);
+    expect(output).toContain(`  REST base: ${/Server listening on (\S+)/.exec(output)![1]}/api/v1\n  E-mail:    files in ${dataDir}/outbox\n`);
     await checkDatabase({ dataDir });
   } finally {
     await rm(dataDir, { recursive: true, force: true });
