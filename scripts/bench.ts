@@ -31,11 +31,12 @@ async function setUp(dataDir: string): Promise<Bench> {
   // Invitation e-mail is queued in the request's transaction; delivering it is a background job, left out here.
   const server = await startServer(config, undefined, { outbox: false });
   server.app.config.serverUrl = server.url;
+  console.error(`Server started: RSS ${mib(process.memoryUsage().rss)}.`);
   const parsed = parseOrganizationFile(benchOrganization(volume));
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
   const started = Date.now();
   const imported = await importOrganization(server.database.prisma, parsed.value);
-  console.error(`Imported ${describe(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+  console.error(`Imported ${describe(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s: RSS ${mib(process.memoryUsage().rss)}.`);
   const channels = await server.database.prisma.channel.findMany({ where: { organizationId: imported.id, isDefault: true }, select: { id: true } });
   const apiKey = imported.apiKeys.get(BENCH_USER_EMAIL)!;
   return {
@@ -45,6 +46,8 @@ async function setUp(dataDir: string): Promise<Bench> {
     defaultChannelIds: channels.map((c) => c.id),
   };
 }
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
 
 function describe(v: Volume) {
   return `${v.users} users, ${v.channels} channels, ${v.attachments} attachments (${v.ownedByBenchUser} the benchmark user's), ${v.messages} messages, ${v.emoji} emoji`;
@@ -116,7 +119,7 @@ async function main(): Promise<number> {
     const database = bench.server.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite';
     console.log(`Benchmark${flags.quick ? ' (--quick)' : ''}: ${database}, Node ${process.version}, ${describe(volume)}.\n`);
     console.log(markdownTable(outcomes, CONCURRENCY));
-    console.log(`\nProcess peak RSS (maxRSS, whole run including the import): ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+    console.log(`\nProcess peak RSS (maxRSS, whole run including the import): ${mib(process.resourceUsage().maxRSS * 1024)}`);
     for (const o of outcomes) if (o.kind === 'not-available') console.log(`n/a: ${o.name} answered ${o.reason.slice(0, 200)}`);
     return 0;
   } catch (error) {

@@ -21,7 +21,7 @@ afterAll(() => {
 });
 
 function startMain(database: { DATA_DIR: string } | { DATABASE_URL: string }): Started {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', API_RATE_LIMIT: '' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1' };
   delete env.DATABASE_URL;
   delete env.SERVER_URL;
   Object.assign(env, database);
