@@ -9,7 +9,7 @@ import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
-import { applyMigrations } from './migrations.js';
+import { applyMigrations, applyMigrationsAndDisconnect } from './migrations.js';
 
 export type Prisma = PrismaClient;
 
@@ -50,7 +50,7 @@ async function migratePostgresOnce(connectionString: string): Promise<void> {
   await lockClient.connect();
   try {
     await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await applyMigrations(new PrismaPg({ connectionString }));
+    await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
   } finally {
     await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await lockClient.end();

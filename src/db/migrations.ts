@@ -45,3 +45,23 @@ export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAda
     engine.free();
   }
 }
+
+/**
+ * Applies migrations through connections of their own and closes them afterwards (the schema
+ * engine does not): left open, they would hold a PostgreSQL connection for the process's lifetime.
+ */
+export async function applyMigrationsAndDisconnect(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+  const opened: { dispose(): Promise<void> }[] = [];
+  const remember = <T extends { dispose(): Promise<void> }>(adapter: T) => (opened.push(adapter), adapter);
+  const tracked: SqlMigrationAwareDriverAdapterFactory = {
+    provider: adapterFactory.provider,
+    adapterName: adapterFactory.adapterName,
+    connect: async () => remember(await adapterFactory.connect()),
+    connectToShadowDb: async () => remember(await adapterFactory.connectToShadowDb()),
+  };
+  try {
+    return await applyMigrations(tracked);
+  } finally {
+    await Promise.all(opened.map((adapter) => adapter.dispose()));
+  }
+}

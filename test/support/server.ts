@@ -7,21 +7,27 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { DatabaseOptions } from '../../src/db/database.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
+import { copyTemplate } from './postgres-databases.js';
 
 export type TestServer = RunningServer;
 
+let fileDatabaseUrl: Promise<string> | undefined;
+
 export async function testDatabaseOptions(): Promise<DatabaseOptions> {
-  if (process.env.DATABASE_URL) return { databaseUrl: process.env.DATABASE_URL };
+  if (process.env.DATABASE_URL) return { databaseUrl: await (fileDatabaseUrl ??= copyTemplate(process.env.DATABASE_URL)) };
   const template = await readFile(inject('templatePath'));
   return { memory: true, loadDataDir: new Blob([template]) };
 }
 
-/** A server of its own on port 0, with a private data directory (e-mail files land there). */
-export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+/**
+ * A server of its own on port 0, with a private data directory. It runs no e-mail worker unless
+ * asked to (`{ outbox: {} }`): queued mail then stays visible to the test that queued it.
+ */
+export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = { outbox: false }): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-test-'));
   const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ...overrides };
-  const server = await startServer(config, await testDatabaseOptions());
+  const server = await startServer(config, await testDatabaseOptions(), options);
   if (!overrides.serverUrl) server.app.config.serverUrl = server.url;
   const close = server.close.bind(server);
   server.close = async () => {

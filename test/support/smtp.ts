@@ -3,9 +3,9 @@
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
-import { loadConfig, type Config } from '../../src/config.js';
-import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
-import { testDatabaseOptions } from './server.js';
+import type { Config } from '../../src/config.js';
+import type { RunningServer, ServerOptions } from '../../src/server.js';
+import { startTestServer } from './server.js';
 
 export interface MailReceiver {
   url: string;
@@ -49,11 +49,9 @@ export async function startMailReceiver(): Promise<MailReceiver> {
 }
 
 /** Like startTestServer, with worker options (or no worker) and the acceptance links pointing at it. */
-export async function startServerWithOutbox(overrides: Partial<Config>, options: ServerOptions = {}): Promise<RunningServer> {
-  const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, emailFrom: 'Zulip <noreply@teamchat.test>', ...overrides };
-  const server = await startServer(config, await testDatabaseOptions(), options);
-  server.app.config.serverUrl = server.url;
-  return server;
+/** A test server whose e-mail worker delivers (to SMTP_URL, or to .eml files in its data directory). */
+export function startServerWithOutbox(overrides: Partial<Config>, options: ServerOptions = {}): Promise<RunningServer> {
+  return startTestServer({ emailFrom: 'Zulip <noreply@teamchat.test>', ...overrides }, { outbox: {}, ...options });
 }
 
 /** Polls until `check` returns a value other than undefined/false, or fails after the deadline. */
