@@ -1,26 +1,11 @@
-import { createGraphQLError } from 'graphql-yoga';
-import { DomainError } from '../../domain/errors.js';
 import { receivedDirectMessages, type DirectMessageView } from '../../domain/messages/direct-messages.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
+import { domainQuery } from './errors.js';
 import { unixSeconds } from './scalars.js';
 import { User } from './user.js';
 
 export type DirectMessageShape = DirectMessageView;
-
-/**
- * Runs a query's service call: queries have no error union, so a refusal becomes a GraphQL error
- * carrying the REST message and code. Built with Yoga's own GraphQLError class, so Yoga recognises it
- * as expected (and does not mask it) even when the test runner loads a second copy of graphql.
- */
-export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof DomainError) throw createGraphQLError(error.message, { extensions: { code: error.code } });
-    throw error;
-  }
-}
 
 export const DirectMessage = builder.objectRef<DirectMessageShape>('DirectMessage').implement({
   fields: (t) => ({

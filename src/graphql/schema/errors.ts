@@ -1,6 +1,7 @@
 // Expected failures of mutations come back as data: the domain error rendered as the contract's
 // error types, with the same message and code as the REST body.
 import { DomainError, type ErrorCode as DomainErrorCode } from '../../domain/errors.js';
+import { createGraphQLError } from 'graphql-yoga';
 import { builder } from '../builder.js';
 
 export const ErrorCode = builder.enumType('ErrorCode', {
@@ -101,6 +102,20 @@ export async function asResult<T>(work: () => Promise<T>): Promise<T | ErrorShap
     return await work();
   } catch (error) {
     if (error instanceof DomainError) return toErrorShape(error);
+    throw error;
+  }
+}
+
+/**
+ * Runs a query's service call: queries have no error union, so a refusal becomes a GraphQL error
+ * carrying the REST message and code. Built with Yoga's own GraphQLError class, so Yoga recognises it
+ * as expected (and does not mask it) even when the test runner loads a second copy of graphql.
+ */
+export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DomainError) throw createGraphQLError(error.message, { extensions: { code: error.code } });
     throw error;
   }
 }

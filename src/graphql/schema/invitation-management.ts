@@ -2,8 +2,7 @@
 import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
-import { domainQuery } from './direct-message.js';
-import { BadRequestError, NotFoundError, asResult } from './errors.js';
+import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
 
 const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
