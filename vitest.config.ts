@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // graphql ships CommonJS and ESM builds without an exports map; Node (and so graphql-yoga) loads the
+  // CommonJS one. The tests must load the same copy, or errors of one copy look foreign to the other.
+  resolve: { alias: { graphql: 'graphql/index.js' } },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

@@ -1,7 +1,7 @@
 // GraphiQL and introspection work without credentials; every other operation needs a valid
 // Basic Authorization header and otherwise fails with HTTP 401 and extensions.code UNAUTHORIZED.
-import { GraphQLError, Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
+import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { GraphQLContext } from './context.js';
 
@@ -20,7 +20,8 @@ export function authPlugin(): Plugin<GraphQLContext> {
       const context = args.contextValue as GraphQLContext;
       if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
       const error = context.authError ?? notLoggedIn();
-      const refusal = new GraphQLError(error.message, {
+      // Yoga's own error class: Yoga then reads (and strips) the HTTP hints under extensions.http.
+      const refusal = createGraphQLError(error.message, {
         extensions: { code: error.code, ...error.data, http: { status: error.status, headers: error.headers } },
       });
       setResultAndStopExecution({ errors: [refusal] });
