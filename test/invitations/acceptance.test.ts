@@ -165,6 +165,23 @@ test('unusable links show a clear page and change nothing', async () => {
   expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: existing.id } })).status).toBe('PENDING');
 });
 
+test('a license limit reached since the invitation was sent refuses cleanly', async () => {
+  // Active humans: four non-guests and one guest; one license left for a non-guest.
+  const world = await createWorld(server.app.prisma, (file) => (file.organization.license_limit = 5));
+  const first = await accept(world, { email: uniqueEmail('seat') });
+  expect(apiKeyOn(first.page)).toMatch(/^[A-Za-z0-9]{32}$/);
+  const late = await createInvitation(server, world, { email: uniqueEmail('late') });
+  const users = await server.app.prisma.user.count({ where: { organizationId: world.org.id } });
+  const refused = await submit(late.confirmationKey, 'Larry Late');
+  const message = 'Lighthouse Cooperative has no license left for a new account. Ask the person who invited you to contact an administrator.';
+  expect({ status: refused.status, error: errorOn(refused.body) }).toEqual({ status: 403, error: message });
+  expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id } })).toBe(users);
+  expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: late.id } })).status).toBe('PENDING');
+  // A guest still fits: guests take a seat per five.
+  const guest = await createInvitation(server, world, { email: uniqueEmail('guest'), invitedAs: 600 });
+  expect((await submit(guest.confirmationKey, 'Gil Guest')).status).toBe(200);
+});
+
 test('the form escapes everything and re-asks for a bad name without creating anything', async () => {
   const world = await createWorld(server.app.prisma);
   await server.app.prisma.organization.update({ where: { id: world.org.id }, data: { name: '<img src=x onerror=alert(1)>' } });

@@ -7,6 +7,7 @@ import type { Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { sendDirectMessages, systemBotId } from '../messages/direct-messages.js';
 import { generateApiKey, hashApiKey } from '../users/api-keys.js';
+import { exceedsLicenseLimit, lockOrganization } from './limits.js';
 import { invitationStatus } from './status.js';
 
 export const WELCOME_BOT_INTRO =
@@ -29,6 +30,8 @@ const refusals = {
   revoked: () => pageError('This invitation has been revoked. Ask the person who invited you for a new invitation.', 410),
   used: () => pageError('This invitation link has already been used to create an account.', 410),
   organizationDeactivated: () => pageError('This organization has been deactivated.', 410),
+  noLicense: (organization: string) =>
+    pageError(`${organization} has no license left for a new account. Ask the person who invited you to contact an administrator.`, 403),
   accountExists: (email: string, organization: string) =>
     pageError(`An account for ${email} already exists in ${organization}. Log in with it instead.`, 409),
   accountCreatedMeanwhile: () => pageError('An account for this e-mail address was just created in this organization. Log in with it instead.', 409),
@@ -125,6 +128,8 @@ async function createAccount(tx: Transaction, key: string, fullName: string, now
   const invitation = await loadInvitation(tx, key);
   assertUsable(invitation, now);
   await assertNoAccount(tx, invitation);
+  await lockOrganization(tx, invitation.organizationId);
+  if (await exceedsLicenseLimit(tx, invitation.organization, 1, invitation.invitedAs)) throw refusals.noLicense(invitation.organization.name);
   const apiKey = generateApiKey();
   const user = await tx.user.create({
     data: {

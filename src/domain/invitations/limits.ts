@@ -53,16 +53,24 @@ export async function assertDailyLimit(tx: Transaction, config: Config, org: Lim
   }
 }
 
-export async function assertLicenseLimit(tx: Transaction, org: LimitedOrganization, count: number, inviteAs: number) {
-  if (org.licenseLimit === null) return;
+/**
+ * Whether `count` more accounts of role `role` need more seats than the organization's licenses:
+ * non-guests take one seat each, guests one seat per five (behaviour.md 3.8).
+ */
+export async function exceedsLicenseLimit(tx: Transaction, org: { id: number; licenseLimit: number | null }, count: number, role: number) {
+  if (org.licenseLimit === null) return false;
   const humans = { organizationId: org.id, isActive: true, isBot: false };
   const [guests, nonGuests] = await Promise.all([
     tx.user.count({ where: { ...humans, role: ROLE.GUEST } }),
     tx.user.count({ where: { ...humans, role: { not: ROLE.GUEST } } }),
   ]);
-  const invitingGuests = inviteAs === ROLE.GUEST;
-  const seats = Math.max(nonGuests + (invitingGuests ? 0 : count), Math.ceil((guests + (invitingGuests ? count : 0)) / 5));
-  if (seats > org.licenseLimit) {
+  const addingGuests = role === ROLE.GUEST;
+  const seats = Math.max(nonGuests + (addingGuests ? 0 : count), Math.ceil((guests + (addingGuests ? count : 0)) / 5));
+  return seats > org.licenseLimit;
+}
+
+export async function assertLicenseLimit(tx: Transaction, org: LimitedOrganization, count: number, inviteAs: number) {
+  if (await exceedsLicenseLimit(tx, org, count, inviteAs)) {
     throw invitationFailed('Your organization does not have enough Zulip licenses. Invitations were not sent.', {
       licenseLimitReached: true,
     });
