@@ -4,7 +4,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
-import { afterAll, beforeAll, expect, test as baseTest } from 'vitest';
+import { afterAll, beforeAll, expect, test as baseTest, vi } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
 import { createMailTransport } from '../../src/domain/email/transport.js';
@@ -64,6 +64,7 @@ test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped 
 test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outbox', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outbox-'));
   const server = await startServerWithOutbox({ dataDir });
+  const log = vi.spyOn(console, 'log').mockImplementation(() => {});
   try {
     const world = await createWorld(server.app.prisma);
     const invitee = uniqueEmail('eml');
@@ -80,7 +81,11 @@ test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outb
     expect(mail.text).toContain(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`);
     expect(mail.text).toContain('This invitation does not expire.');
     await eventually(async () => (await outboxRow(server, invitation.id)).status === 'SENT', 'the row to be marked sent');
+    expect(log).toHaveBeenCalledWith(
+      `E-mail to ${invitee} written to ${join(dataDir, 'outbox', files[0]!)}\n  link: ${server.url}/accounts/do_confirm/${invitation.confirmationKey}`,
+    );
   } finally {
+    log.mockRestore();
     await server.close();
     await rm(dataDir, { recursive: true, force: true });
   }

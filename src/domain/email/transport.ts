@@ -45,7 +45,9 @@ function fileTransport(directory: string, from: string): MailTransport {
       await mkdir(directory, { recursive: true });
       const path = join(directory, `${String(email.id).padStart(8, '0')}-${randomBytes(4).toString('hex')}.eml`);
       await writeFile(path, info.message as Buffer);
-      console.log(`E-mail to ${email.to} written to ${path}`);
+      // Someone trying the server without a mail server follows the (acceptance) link from the log.
+      const links = email.text.match(/https?:\/\/\S+/g) ?? [];
+      console.log([`E-mail to ${email.to} written to ${path}`, ...links.map((link) => `  link: ${link}`)].join('\n'));
     },
     close: () => composer.close(),
   };
