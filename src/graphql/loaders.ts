@@ -1,6 +1,7 @@
 // DataLoaders, one set per request, so lists of objects load their relations in one query.
 import DataLoader from 'dataloader';
 import type { Prisma } from '../db/database.js';
+import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
 import { linkedMessagesByAttachment, type LinkedMessage } from '../domain/attachments/attachments.js';
 
 export interface UserSummary {
@@ -13,6 +14,10 @@ export interface UserSummary {
 
 export function createLoaders(prisma: Prisma) {
   return {
+    latestInvitationEmail: new DataLoader<number, EmailDelivery | null>(async (ids) => {
+      const byInvitation = await latestInvitationEmails(prisma, ids);
+      return ids.map((id) => byInvitation.get(id) ?? null);
+    }),
     userById: new DataLoader<number, UserSummary | null>(async (ids) => {
       const users = await prisma.user.findMany({
         where: { id: { in: [...ids] } },

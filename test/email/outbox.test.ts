@@ -13,8 +13,24 @@ import type { RunningServer } from '../../src/server.js';
 import { createInvitation, createInvitations, uniqueEmail } from '../support/invitations.js';
 import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
 import { createWorld } from '../support/world.js';
+import { graphql } from '../generated/gql.js';
+import { gql } from '../support/graphql.js';
 
 // Each test starts its own server(s) and organization: generous time on a shared 2-core machine.
+const Deliveries = graphql(`
+  query Deliveries {
+    invitations(includeInactive: true) {
+      email
+      emailDelivery {
+        status
+        attempts
+        lastError
+        sentAt
+      }
+    }
+  }
+`);
+
 const test = (name: string, body: () => Promise<void>) => baseTest(name, body, 120_000);
 
 let receiver: MailReceiver;
@@ -113,6 +129,22 @@ test('a refused delivery is retried; after maxAttempts refusals the e-mail is FA
     expect(failed.attempts).toBe(3);
     expect(failed.lastError).toMatch(/451/);
     expect(mailTo(failing.email)).toEqual([]);
+
+    // Administrators see how delivery went; the referrer, a member here, does not.
+    const failingByMember = await createInvitation(server, world, { email: uniqueEmail('seen'), referrer: 'member', queueEmail: false });
+    await server.app.prisma.outboxEmail.create({
+      data: { organizationId: world.org.id, invitationId: failingByMember.id, kind: 'invitation', toAddress: failingByMember.email, subject: 's', textBody: 't', htmlBody: 'h', status: 'FAILED', attempts: 6, lastError: '550 no such user', nextAttemptAt: new Date(8.64e15) },
+    });
+    const deliveries = async (who: 'admin' | 'member') =>
+      (await gql(server.url, Deliveries, {}, world.users[who].auth)).data!.invitations.map((i) => [i.email, i.emailDelivery]);
+    expect(await deliveries('admin')).toEqual(
+      expect.arrayContaining([
+        [failing.email, { status: 'FAILED', attempts: 3, lastError: expect.stringMatching(/451/), sentAt: null }],
+        [retried.email, { status: 'SENT', attempts: 2, lastError: null, sentAt: expect.any(Number) }],
+        [failingByMember.email, { status: 'FAILED', attempts: 6, lastError: '550 no such user', sentAt: null }],
+      ]),
+    );
+    expect(await deliveries('member')).toEqual([[failingByMember.email, null]]);
   } finally {
     receiver.refuseNext(0);
     await server.close();

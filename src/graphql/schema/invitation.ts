@@ -1,5 +1,6 @@
 import type { InvitationView } from '../../domain/invitations/status.js';
 import { builder } from '../builder.js';
+import { mayViewEmailDelivery, type EmailDelivery } from '../../domain/email/delivery.js';
 import { sendInvitations } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
@@ -10,6 +11,18 @@ export type InvitationShape = InvitationView;
 
 export const InvitationStatus = builder.enumType('InvitationStatus', {
   values: ['PENDING', 'ACCEPTED', 'REVOKED', 'EXPIRED'] as const,
+});
+
+const EmailDeliveryStatus = builder.enumType('EmailDeliveryStatus', { values: ['PENDING', 'SENT', 'FAILED'] as const });
+
+const InvitationEmailDelivery = builder.objectRef<EmailDelivery>('InvitationEmailDelivery').implement({
+  fields: (t) => ({
+    status: t.field({ type: EmailDeliveryStatus, resolve: (d) => d.status }),
+    attempts: t.exposeInt('attempts', { description: 'Delivery attempts so far; failed ones are retried with growing delays.' }),
+    lastError: t.exposeString('lastError', { nullable: true, description: 'Why the last attempt failed; null after success.' }),
+    queuedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (d) => unixSeconds(d.queuedAt) }),
+    sentAt: t.field({ type: 'SafeInt', nullable: true, description: 'UNIX time in seconds.', resolve: (d) => (d.sentAt ? unixSeconds(d.sentAt) : null) }),
+  }),
 });
 
 export const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
@@ -29,6 +42,12 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
       resolve: async (i, _args, context) => (await context.loaders.userById.load(i.referrerId))!,
     }),
     status: t.field({ type: InvitationStatus, resolve: (i) => i.status }),
+    emailDelivery: t.field({
+      type: InvitationEmailDelivery,
+      nullable: true,
+      description: "How the latest e-mail of the invitation fared. Administrators only: null for others.",
+      resolve: (i, _args, context) => (mayViewEmailDelivery(actorOf(context)) ? context.loaders.latestInvitationEmail.load(i.id) : null),
+    }),
   }),
 });
 
