@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.js';
+import { createWorld } from './support/world.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -30,5 +31,24 @@ describe('foundation', () => {
     const introspection = await post('{ __schema { queryType { name } } }');
     expect(introspection.status).toBe(200);
     expect((await introspection.json()).data.__schema.queryType.name).toBe('Query');
+  });
+
+  test('bodies over 1 MiB are refused before anything reads them, on both doors', async () => {
+    const world = await createWorld(server.app.prisma);
+    const huge = Array.from({ length: 60_000 }, (_, i) => `person${i}@elsewhere.example`).join(',');
+    const rest = await fetch(`${server.url}/api/v1/invites`, {
+      method: 'POST',
+      headers: { authorization: world.users.owner.auth },
+      body: new URLSearchParams({ invitee_emails: huge, stream_ids: '[]' }),
+    });
+    const tooLarge = { result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' };
+    expect({ status: rest.status, body: await rest.json() }).toEqual({ status: 413, body: tooLarge });
+    const graphql = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: world.users.owner.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ me { id } }', variables: { padding: huge } }),
+    });
+    expect({ status: graphql.status, body: await graphql.json() }).toEqual({ status: 413, body: tooLarge });
+    expect(await server.app.prisma.invitation.count({ where: { organizationId: world.org.id } })).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
 // health check, JSON 404s.
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../app-context.js';
 import { createGraphQLHandler } from '../graphql/yoga.js';
 import { jsonResponse } from '../rest/envelope.js';
@@ -8,10 +9,19 @@ import { API_PREFIX, dispatchRest } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { mountAcceptancePages } from './pages/acceptance.js';
 
+/** No request of this API needs more (no uploads here); bigger bodies are refused before parsing. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
 export function createApp(app: AppContext): Hono {
   const http = new Hono();
   const graphql = createGraphQLHandler(app);
 
+  http.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => jsonResponse({ result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' }, 413),
+    }),
+  );
   http.get('/health', async () => {
     await app.prisma.$queryRaw`SELECT 1`;
     return jsonResponse({ status: 'ok' });
