@@ -1,6 +1,7 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
 import type { Prisma } from '../../db/database.js';
+import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 
@@ -17,8 +18,6 @@ export interface LinkedMessage {
   id: number;
   dateSent: Date;
 }
-
-const MAX_INT4 = 2_147_483_647;
 
 /**
  * Every file the caller uploaded, claimed by a message or not, by ascending id, and the total size
@@ -63,7 +62,7 @@ export async function linkedMessagesByAttachment(prisma: Prisma, attachmentIds: 
  */
 export async function deleteOwnAttachment(prisma: Prisma, actor: Actor, attachmentId: number): Promise<void> {
   const invalid = () => badRequest('Invalid attachment');
-  if (!Number.isSafeInteger(attachmentId) || attachmentId < 1 || attachmentId > MAX_INT4) throw invalid();
+  if (!isRowId(attachmentId)) throw invalid();
   const { count } = await prisma.attachment.deleteMany({
     where: { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId },
   });

@@ -4,13 +4,11 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
+import { isRowId } from '../ids.js';
 import { settingsHeldBy } from '../permissions/group-membership.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
 
-const MAX_DB_INT = 2 ** 31 - 1;
-
-/** Ids that can name a row at all (a JSON integer may be far outside the column's range). */
-const storableIds = (ids: number[]) => ids.filter((id) => Number.isSafeInteger(id) && id > 0 && id <= MAX_DB_INT);
+const storableIds = (ids: number[]) => ids.filter(isRowId);
 
 /** Runs before anything else, even parameter parsing (the reference's decorators). */
 export function assertMayUseInvitations(actor: Actor): void {

@@ -6,12 +6,11 @@ import type { Prisma as Database } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
+import { isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
 import { toInvitationView, type InvitationView } from './status.js';
-
-const MAX_DB_INT = 2 ** 31 - 1;
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
 
@@ -41,7 +40,7 @@ export async function listInvitations(prisma: Database, actor: Actor, options: {
 
 /** The pending invitation the actor may manage, locked until the transaction ends. */
 async function accessPendingInvitation(tx: Transaction, actor: Actor, invitationId: number) {
-  if (!Number.isSafeInteger(invitationId) || invitationId < 1 || invitationId > MAX_DB_INT) throw noSuchInvitation();
+  if (!isRowId(invitationId)) throw noSuchInvitation();
   await tx.$queryRaw`SELECT id FROM invitation WHERE id = ${invitationId} FOR UPDATE`;
   const invitation = await tx.invitation.findFirst({
     where: { id: invitationId, organizationId: actor.organizationId, status: 'PENDING' },
