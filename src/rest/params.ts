@@ -110,3 +110,6 @@ export function parseParams<D extends Declared>(source: ParamSource, declared: D
   const ignored = [...source.keys()].filter((name) => !(name in declared)).sort();
   return { values: values as Parsed<D>, ignored };
 }
+
+/** For endpoints that take no parameters: every one sent is unknown (reported on success, Decision 5). */
+export const undeclaredParameters = (source: ParamSource): string[] => parseParams(source, {}).ignored;

@@ -3,7 +3,7 @@
 import { deleteOwnAttachment, linkedMessagesByAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
 import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
-import { parseParams } from '../params.js';
+import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
 
 /**
@@ -34,7 +34,7 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
       upload_space_used: jsonInteger(uploadSpaceUsed),
     },
     // The endpoint takes no parameters: every one sent is reported (Decision 5).
-    parseParams(params, {}).ignored,
+    undeclaredParameters(params),
   );
 };
 

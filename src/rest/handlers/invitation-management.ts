@@ -6,7 +6,7 @@ import {
 } from '../../domain/invitations/manage.js';
 import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
-import { parseParams } from '../params.js';
+import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
 
 export const listInvitations: RestHandler = async ({ actor, app }) => {
@@ -28,15 +28,13 @@ export const listInvitations: RestHandler = async ({ actor, app }) => {
 /** The route only matches digits; ids past any stored one simply name nothing. */
 const invitationId = (path: Record<string, string>) => Number(path.invitationId);
 
-/** Both take only the path parameter: anything sent is reported as ignored (typed_endpoint). */
-const ignoredParameters = (params: ReadonlyMap<string, string>) => parseParams(params, {}).ignored;
 
 export const revokeInvitation: RestHandler = async ({ actor, params, path, app }) => {
   await revoke(app, actor, invitationId(path));
-  return successResponse({}, ignoredParameters(params));
+  return successResponse({}, undeclaredParameters(params));
 };
 
 export const resendInvitation: RestHandler = async ({ actor, params, path, app }) => {
   await resend(app, actor, invitationId(path));
-  return successResponse({}, ignoredParameters(params));
+  return successResponse({}, undeclaredParameters(params));
 };
