@@ -14,6 +14,9 @@ export interface AttachmentRecord {
   createTime: Date;
 }
 
+/** The seed's file URL: {server_url}/user_uploads/<path_id>. */
+export const attachmentUrl = (serverUrl: string, pathId: string) => `${serverUrl}/user_uploads/${pathId}`;
+
 export interface LinkedMessage {
   id: number;
   dateSent: Date;

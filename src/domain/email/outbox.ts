@@ -3,6 +3,7 @@
 // Queued invitation e-mails are also what the daily invitation limit counts.
 import type { Config } from '../../config.js';
 import type { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
+import { DAY_MS } from '../time.js';
 import { renderInvitationEmail } from './invitation-email.js';
 
 export type Transaction = PrismaNamespace.TransactionClient;
@@ -55,6 +56,6 @@ export async function queueInvitationEmails(tx: Transaction, config: Config, inv
 /** Invitation e-mails the organization queued in the last 24 hours (the daily limit's count). */
 export async function invitationEmailsSentToday(tx: Transaction, organizationId: number, now: Date): Promise<number> {
   return tx.outboxEmail.count({
-    where: { organizationId, kind: INVITATION_EMAIL, createdAt: { gt: new Date(now.getTime() - 24 * 3600 * 1000) } },
+    where: { organizationId, kind: INVITATION_EMAIL, createdAt: { gt: new Date(now.getTime() - DAY_MS) } },
   });
 }

@@ -64,12 +64,11 @@ export async function loadInvitePermissions(
   actor: Actor,
   scope: { channelIds?: number[]; groupIds?: number[] },
 ): Promise<InvitePermissions> {
-  const [organization, channels, groups, subscriptions, member] = await Promise.all([
+  const [organization, channels, groups, subscriptions] = await Promise.all([
     loadOrganization(db, actor.organizationId),
     loadChannels(db, actor.organizationId, scope.channelIds),
     loadGroups(db, actor.organizationId, scope.groupIds),
     db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
-    db.user.findUniqueOrThrow({ where: { id: actor.id }, select: { id: true, role: true, dateJoined: true } }),
   ]);
   if (!organization) throw badRequest('Invalid organization');
   const settingIds = [
@@ -84,7 +83,7 @@ export async function loadInvitePermissions(
     channels: new Map(channels.map((c) => [c.id, c])),
     groups: new Map(groups.map((g) => [g.id, g])),
     subscribed: new Set(subscriptions.map((s) => s.channelId)),
-    held: await settingsHeldBy(db, member, organization, settingIds),
+    held: await settingsHeldBy(db, actor, organization, settingIds),
     actor,
   };
 }

@@ -3,11 +3,11 @@
 import type { Config } from '../../config.js';
 import { invitationEmailsSentToday, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
+import { DAY_MS } from '../time.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import type { Actor } from '../auth/authenticate.js';
 
 const INVITES_MIN_USER_AGE_DAYS = 3;
-const DAY_MS = 24 * 3600 * 1000;
 
 export interface InvitationFailure {
   errors?: [string, string, boolean][];

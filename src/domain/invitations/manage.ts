@@ -10,7 +10,7 @@ import { isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
-import { toInvitationView, type InvitationView } from './status.js';
+import { activeInvitationWhere, toInvitationView, type InvitationView } from './status.js';
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
 
@@ -22,7 +22,7 @@ const visibleTo = (actor: Actor) =>
 export async function listPendingInvitations(prisma: Database, actor: Actor, now = new Date()) {
   assertMayUseInvitations(actor);
   return prisma.invitation.findMany({
-    where: { ...visibleTo(actor), status: 'PENDING', OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
+    where: { ...visibleTo(actor), ...activeInvitationWhere(now) },
     orderBy: { id: 'asc' },
   });
 }
@@ -30,9 +30,8 @@ export async function listPendingInvitations(prisma: Database, actor: Actor, now
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
 export async function listInvitations(prisma: Database, actor: Actor, options: { includeInactive: boolean }, now = new Date()): Promise<InvitationView[]> {
   assertMayUseInvitations(actor);
-  const active = { status: 'PENDING' as const, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
   const rows = await prisma.invitation.findMany({
-    where: { ...visibleTo(actor), ...(options.includeInactive ? {} : active) },
+    where: { ...visibleTo(actor), ...(options.includeInactive ? {} : activeInvitationWhere(now)) },
     orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
   });
   return rows.map((row) => toInvitationView(row, now));

@@ -6,6 +6,12 @@ export function invitationStatus(row: { status: 'PENDING' | 'ACCEPTED' | 'REVOKE
   return row.status;
 }
 
+/** Prisma filter for what invitationStatus calls PENDING: not used, not revoked, not expired. */
+export const activeInvitationWhere = (now: Date) => ({
+  status: 'PENDING' as const,
+  OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
+});
+
 export interface InvitationView {
   id: number;
   email: string;

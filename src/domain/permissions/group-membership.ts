@@ -2,6 +2,7 @@
 // roles), a named group, or an anonymous one; members of subgroups (recursively) are members too.
 import type { Prisma } from '../../db/database.js';
 import type { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
+import { DAY_MS } from '../time.js';
 import { ROLE } from '../users/roles.js';
 
 type Db = Prisma | PrismaNamespace.TransactionClient;
@@ -11,8 +12,6 @@ export interface Member {
   role: number;
   dateJoined: Date;
 }
-
-const DAY_MS = 24 * 3600 * 1000;
 
 function inSystemGroup(name: string, user: Member, waitingPeriodDays: number, now: Date): boolean {
   switch (name) {

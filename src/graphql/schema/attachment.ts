@@ -1,4 +1,4 @@
-import { listOwnAttachments, type AttachmentRecord } from '../../domain/attachments/attachments.js';
+import { attachmentUrl, listOwnAttachments, type AttachmentRecord } from '../../domain/attachments/attachments.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { unixSeconds } from './scalars.js';
@@ -24,7 +24,7 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
     pathId: t.exposeString('pathId', { description: '<realm_id>/<2 chars>/<rest>/<file_name>' }),
     url: t.string({
       description: '{server_url}/user_uploads/<path_id>',
-      resolve: (a, _args, context) => `${context.app.config.serverUrl}/user_uploads/${a.pathId}`,
+      resolve: (a, _args, context) => attachmentUrl(context.app.config.serverUrl, a.pathId),
     }),
     size: t.field({ type: 'SafeInt', description: 'Bytes.', resolve: (a) => a.size }),
     createTime: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (a) => unixSeconds(a.createTime) }),

@@ -58,18 +58,16 @@ async function submitForm(app: AppContext, c: Context): Promise<Response> {
   const key = c.req.param('key')!;
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const fullName = typeof form.full_name === 'string' ? form.full_name : '';
-  let invitation: InvitationSummary;
-  try {
-    invitation = await inspectInvitation(app.prisma, key);
-  } catch (error) {
-    return refusalPage(error);
-  }
   try {
     return accountPage(await acceptInvitation(app, key, { fullName }), app.config.serverUrl);
   } catch (error) {
-    // Name problems (400) come back on the form; anything that makes the link unusable gets its own page.
-    if (error instanceof DomainError && error.status === 400) return formPage(invitation, fullName, error.message);
-    return refusalPage(error);
+    // Name problems (400) come back on the form, unless the link itself is unusable: that gets its own page.
+    if (!(error instanceof DomainError && error.status === 400)) return refusalPage(error);
+    try {
+      return formPage(await inspectInvitation(app.prisma, key), fullName, error.message);
+    } catch (refusal) {
+      return refusalPage(refusal);
+    }
   }
 }
 
