@@ -4,6 +4,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { launchBrowser } from '../support/browser.js';
+import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { basicAuth } from '../support/server.js';
@@ -25,22 +26,6 @@ afterAll(async () => {
   await server?.close();
   await receiver?.close();
 });
-
-const Me = graphql(`
-  query BrowserAcceptedMe {
-    me {
-      email
-      fullName
-      role
-      subscriptions {
-        name
-      }
-      groups {
-        name
-      }
-    }
-  }
-`);
 
 const Inbox = graphql(`
   query BrowserInbox {
@@ -96,7 +81,7 @@ test('an invitee follows the e-mailed link, signs up in the browser and uses the
     expect(apiKey).toMatch(/^[A-Za-z0-9]{32}$/);
 
     const auth = basicAuth(email, apiKey);
-    expect(await gql(server.url, Me, {}, auth)).toEqual({
+    expect(await gql(server.url, AcceptedMe, {}, auth)).toEqual({
       status: 200,
       data: { me: { email, fullName: 'Bea Browser', role: 'GUEST', subscriptions: [{ name: 'design' }], groups: [{ name: 'support' }] } },
     });

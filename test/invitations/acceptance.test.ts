@@ -2,6 +2,7 @@
 // link can be unusable, name checks, escaping and double submits.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
+import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { basicAuth } from '../support/server.js';
@@ -28,22 +29,6 @@ const submit = async (key: string, fullName: string) => {
 };
 const apiKeyOn = (page: string) => /<code id="api-key">([A-Za-z0-9]{32})<\/code>/.exec(page)?.[1];
 const errorOn = (page: string) => /<p class="error" id="error">([^<]*)<\/p>/.exec(page)?.[1];
-
-const Me = graphql(`
-  query AcceptedMe {
-    me {
-      email
-      fullName
-      role
-      subscriptions {
-        name
-      }
-      groups {
-        name
-      }
-    }
-  }
-`);
 
 const Inbox = graphql(`
   query AcceptedInbox($limit: Int) {
@@ -84,7 +69,7 @@ test('acceptance creates the account with its role, channels, groups, and closes
   });
   expect(page).toContain(`<code id="email">${email}</code>`);
 
-  expect(await gql(server.url, Me, {}, auth)).toEqual({
+  expect(await gql(server.url, AcceptedMe, {}, auth)).toEqual({
     status: 200,
     data: {
       me: { email, fullName: 'Nora New', role: 'MODERATOR', subscriptions: [{ name: 'design' }, { name: 'general' }], groups: [{ name: 'support' }] },
