@@ -1,6 +1,8 @@
 // DataLoaders, one set per request, so lists of objects load their relations in one query.
 import DataLoader from 'dataloader';
 import type { Prisma } from '../db/database.js';
+import type { Actor } from '../domain/auth/authenticate.js';
+import { loadInvitePermissions, type InvitePermissions } from '../domain/invitations/invite-permissions.js';
 import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
 import { linkedMessagesByAttachment, type LinkedMessage } from '../domain/attachments/attachments.js';
 
@@ -14,6 +16,11 @@ export interface UserSummary {
 
 export function createLoaders(prisma: Prisma) {
   return {
+    /** What the actor may pick when inviting, loaded once per request for both invitable lists. */
+    invitePermissions: new DataLoader<Actor, InvitePermissions, number>(
+      (actors) => Promise.all(actors.map((actor) => loadInvitePermissions(prisma, actor))),
+      { cacheKeyFn: (actor) => actor.id },
+    ),
     latestInvitationEmail: new DataLoader<number, EmailDelivery | null>(async (ids) => {
       const byInvitation = await latestInvitationEmails(prisma, ids);
       return ids.map((id) => byInvitation.get(id) ?? null);

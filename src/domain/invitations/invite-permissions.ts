@@ -59,10 +59,11 @@ function loadOrganization(db: Prisma, organizationId: number) {
   return db.organization.findUnique({ where: { id: organizationId }, include: { domains: true } });
 }
 
+/** Without ids in `scope`, every channel and named group of the organization. */
 export async function loadInvitePermissions(
   db: Prisma,
   actor: Actor,
-  scope: { channelIds?: number[]; groupIds?: number[] },
+  scope: { channelIds?: number[]; groupIds?: number[] } = {},
 ): Promise<InvitePermissions> {
   const [organization, channels, groups, subscriptions] = await Promise.all([
     loadOrganization(db, actor.organizationId),
@@ -155,16 +156,14 @@ function mayInviteAtAll(p: InvitePermissions): boolean {
   }
 }
 
-/** Channels the actor may name in stream_ids: exactly those sending accepts. */
-export async function invitableChannels(db: Prisma, actor: Actor): Promise<ChannelRow[]> {
-  const p = await loadInvitePermissions(db, actor, {});
+/** Channels the actor may name in stream_ids: exactly those sending accepts. `p` covers every channel. */
+export function invitableChannels(p: InvitePermissions): ChannelRow[] {
   if (!mayInviteAtAll(p)) return [];
   return [...p.channels.values()].filter((c) => hasContentAccess(p, c) && mayAddSubscribers(p, c));
 }
 
-/** Groups the actor may name in group_ids: exactly those sending accepts. */
-export async function invitableGroups(db: Prisma, actor: Actor): Promise<GroupRow[]> {
-  const p = await loadInvitePermissions(db, actor, {});
+/** Groups the actor may name in group_ids: exactly those sending accepts. `p` covers every group. */
+export function invitableGroups(p: InvitePermissions): GroupRow[] {
   if (!mayInviteAtAll(p)) return [];
   return [...p.groups.values()].filter((g) => groupRefusal(p, g.id) === null);
 }

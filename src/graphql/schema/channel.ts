@@ -32,12 +32,12 @@ builder.queryFields((t) => ({
   invitableChannels: t.field({
     type: [Channel],
     description: 'Channels the authenticated user may name in sendInvitations.streamIds.',
-    resolve: (_root, _args, context) => invitableChannels(context.app.prisma, actorOf(context)),
+    resolve: async (_root, _args, context) => invitableChannels(await context.loaders.invitePermissions.load(actorOf(context))),
   }),
   invitableGroups: t.field({
     type: [UserGroup],
     description: 'User groups the authenticated user may name in sendInvitations.groupIds.',
     resolve: async (_root, _args, context) =>
-      (await invitableGroups(context.app.prisma, actorOf(context))).map((g) => ({ id: g.id, name: g.name! })),
+      invitableGroups(await context.loaders.invitePermissions.load(actorOf(context))).map((g) => ({ id: g.id, name: g.name! })),
   }),
 }));
