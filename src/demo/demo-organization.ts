@@ -1,5 +1,5 @@
 // The demo organization `npm start` creates on an empty database: an organization import file
-// (shared/contract/organization-import.md), so it is created the one way every organization is.
+// (docs/contract/organization-import.md), so it is created the one way every organization is.
 import { newPathId } from '../import/import-organization.js';
 import type { OrganizationFileInput } from '../import/organization-file.js';
 import { ROLE } from '../domain/users/roles.js';

@@ -1,4 +1,4 @@
-// Writes a validated organization file in one transaction (shared/contract/organization-import.md).
+// Writes a validated organization file in one transaction (docs/contract/organization-import.md).
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';

@@ -1,4 +1,4 @@
-// The organization import file (shared/contract/organization-import.md): its shape with defaults,
+// The organization import file (docs/contract/organization-import.md): its shape with defaults,
 // and the cross-references between its parts. Every problem is reported, with its path.
 import { z } from 'zod';
 import { ROLE_CODES } from '../domain/users/roles.js';

@@ -1,4 +1,4 @@
-// Validates REST responses against the Zulip OpenAPI excerpt in shared/reference, so every REST test
+// Validates REST responses against the Zulip OpenAPI excerpt in docs/reference, so every REST test
 // checks that real clients could parse what we answer.
 //
 // - `$ref`s are resolved here (responses and schemas alike) and every `oneOf` is validated as `anyOf`:
@@ -21,7 +21,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { parse } from 'yaml';
 
-const EXCERPT = new URL('../../../shared/reference/zulip-openapi-excerpt.yaml', import.meta.url);
+const EXCERPT = new URL('../../docs/reference/zulip-openapi-excerpt.yaml', import.meta.url);
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };

@@ -7,7 +7,7 @@ import { importOrganization } from '../../src/import/import-organization.js';
 import { parseOrganizationFile, type OrganizationFile } from '../../src/import/organization-file.js';
 import { basicAuth } from './server.js';
 
-const EXAMPLE = new URL('../../../shared/contract/example-organization.json', import.meta.url);
+const EXAMPLE = new URL('../../docs/contract/example-organization.json', import.meta.url);
 export const exampleOrganization = (): Record<string, unknown> => JSON.parse(readFileSync(EXAMPLE, 'utf8'));
 
 const ROLES = { owner: 'olga', admin: 'adam', moderator: 'mona', member: 'mark', guest: 'gina', deactivated: 'dora', bot: 'bolt-bot' } as const;
