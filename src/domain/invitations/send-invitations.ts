@@ -45,6 +45,7 @@ function assertWellFormed(request: SendInvitationsRequest): void {
     throw badRequest('Invalid invite_as: Value error, Not in the list of possible values');
   }
   const text = request.welcomeMessageCustomText;
+  if (text?.includes('\0')) throw badRequest('welcome_message_custom_text contains NULL (0x00) characters.');
   if (text !== undefined && [...text].length > MAX_WELCOME_MESSAGE_LENGTH) {
     throw badRequest(`welcome_message_custom_text is too long (limit: ${MAX_WELCOME_MESSAGE_LENGTH} characters)`);
   }
