@@ -16,6 +16,7 @@ import {
   loadInvitePermissions,
 } from './invite-permissions.js';
 import { assertAccountOldEnough, assertDailyLimit, assertLicenseLimit, invitationFailed, lockOrganization } from './limits.js';
+import { inTransaction } from '../transaction.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -81,7 +82,7 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   }
   const now = new Date();
   const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  const { created, skipped } = await app.prisma.$transaction((tx) =>
+  const { created, skipped } = await inTransaction(app.prisma, (tx) =>
     storeInvitations(tx, app, actor, { ...request, emails, expiresAt, now, policy: permissions.organization }),
   );
   app.notifyOutbox();
