@@ -55,7 +55,7 @@ export async function startServer(
   const app: AppContext = {
     prisma: database.prisma,
     config,
-    rateLimiter: new RateLimiter(config.rateLimits),
+    rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     notifyOutbox: () => outbox?.wake(),
   };
   const http = createApp(app);

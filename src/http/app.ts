@@ -38,7 +38,7 @@ export function createApp(app: AppContext): Hono {
   });
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => graphql.handle(c.req.raw, clientAddress(c)));
   mountAcceptancePages(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app));
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, clientAddress(c)));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   return http;
 }

@@ -21,7 +21,7 @@ export async function startCountingApp() {
   const app: AppContext = {
     prisma,
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter([]),
+    rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
     notifyOutbox: () => {},
   };
   const http = createApp(app);
