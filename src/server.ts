@@ -13,6 +13,7 @@ import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { createApp } from './http/app.js';
+import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -31,6 +32,8 @@ export interface ServerOptions {
   outbox?: Partial<OutboxOptions> | false;
   /** Start-up progress (waiting for PostgreSQL, creating the embedded database). */
   log?: (line: string) => void;
+  /** Where the running application logs (default: src/logging.ts's logger). */
+  logger?: Logger;
 }
 
 const STARTING = () => jsonResponse({ result: 'error', msg: 'The server is starting; try again in a moment.', code: 'BAD_REQUEST' }, 503, { 'Retry-After': '1' });
@@ -57,6 +60,7 @@ export async function startServer(
     config,
     rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     notifyOutbox: () => outbox?.wake(),
+    log: options.logger,
   };
   const http = createApp(app);
   handle = (request, env) => http.fetch(request, env);

@@ -3,6 +3,8 @@
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, notLoggedIn } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
+import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
+import { logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
 import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
@@ -36,16 +38,24 @@ function matchRoute(routes: RestRoute[], path: string) {
   return undefined;
 }
 
-export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, clientAddress = ''): Promise<Response> {
+export interface DispatchOptions {
+  /** The peer's address, for the failed-login limit. */
+  clientAddress: string;
+  /** Told about failures; an unreachable database answers 503. */
+  database?: DatabaseStatus;
+}
+
+export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions = { clientAddress: '' }): Promise<Response> {
   try {
     const path = new URL(request.url).pathname.slice(API_PREFIX.length);
     const matched = matchRoute(routes, path);
     if (!matched) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, app, clientAddress);
+    return await dispatchMethod(matched.route, matched.pathParams, request, app, options.clientAddress);
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    console.error(error);
+    if (options.database?.noteFailure(error)) return unavailableResponse();
+    (app.log ?? logger).error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   }
 }
