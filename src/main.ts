@@ -1,4 +1,5 @@
 // Entry point: start the server, create the demo organization on an empty database, print how to use it.
+import './db/statement-counter.js';
 import { loadConfig } from './config.js';
 import { DataDirInUseError } from './db/database.js';
 import { startupBanner } from './demo/banner.js';
