@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
+import { AuthCache, listenForAuthChanges } from './domain/auth/auth-cache.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
@@ -31,10 +32,13 @@ export async function startServer(
 ): Promise<RunningServer> {
   const database = await openDatabase(databaseOptions);
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
+  const authCache = new AuthCache();
+  const stopListening = database.connectionString ? await listenForAuthChanges(authCache, database.connectionString) : async () => {};
   const app: AppContext = {
     prisma: database.prisma,
     config,
     rateLimiter: new RateLimiter(config.rateLimits),
+    authCache,
     notifyOutbox: () => outbox?.wake(),
   };
   const http = createApp(app);
@@ -54,6 +58,7 @@ export async function startServer(
         (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
       await outbox?.stop();
+      await stopListening();
       await database.close();
     },
   };

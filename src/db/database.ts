@@ -16,6 +16,8 @@ export type Prisma = PrismaClient;
 export interface Database {
   prisma: PrismaClient;
   kind: 'postgres' | 'pglite';
+  /** For connections of the application's own (LISTEN); undefined for PGlite. */
+  connectionString?: string;
   close(): Promise<void>;
 }
 
@@ -41,7 +43,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 async function openPostgres(connectionString: string): Promise<Database> {
   await migratePostgresOnce(connectionString);
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString }) });
-  return { prisma, kind: 'postgres', close: () => prisma.$disconnect() };
+  return { prisma, kind: 'postgres', connectionString, close: () => prisma.$disconnect() };
 }
 
 /** Several server processes may start at once: an advisory lock lets one of them migrate at a time. */

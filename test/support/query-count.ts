@@ -7,6 +7,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
+import { AuthCache, listenForAuthChanges } from '../../src/domain/auth/auth-cache.js';
 import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { createApp } from '../../src/http/app.js';
@@ -22,10 +23,14 @@ export async function startCountingApp() {
   let statements = 0;
   client.$on('query', () => statements++);
   const prisma = client as unknown as Prisma;
+  // As in the server: authenticated users are cached when the database can notify changes.
+  const authCache = new AuthCache();
+  const stopListening = 'databaseUrl' in options ? await listenForAuthChanges(authCache, options.databaseUrl) : async () => {};
   const app: AppContext = {
     prisma,
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
     rateLimiter: new RateLimiter([]),
+    authCache,
     notifyOutbox: () => {},
   };
   const http = createApp(app);
@@ -39,6 +44,7 @@ export async function startCountingApp() {
       return { response, statements: statements - before };
     },
     async close() {
+      await stopListening();
       await client.$disconnect();
       await pglite?.close();
     },
