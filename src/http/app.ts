@@ -2,6 +2,7 @@
 // health check, JSON 404s.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
 import { createGraphQLHandler } from '../graphql/yoga.js';
 import { jsonResponse } from '../rest/envelope.js';
@@ -22,6 +23,8 @@ export function createApp(app: AppContext): Hono {
       onError: () => jsonResponse({ result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' }, 413),
     }),
   );
+  // gzip or deflate as the client accepts, streamed; bodies under 1 KiB that declare their length stay as they are.
+  http.use(compress());
   http.get('/health', async () => {
     await app.prisma.$queryRaw`SELECT 1`;
     return jsonResponse({ status: 'ok' });
