@@ -1,5 +1,4 @@
 // Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth.
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { createYoga } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest } from '../domain/auth/authenticate.js';
@@ -8,17 +7,19 @@ import { authPlugin } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
 import { schema } from './schema/index.js';
 
+export const GRAPHIQL_OPTIONS = {
+  title: 'Team chat administration API',
+  headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
+  shouldPersistHeaders: true,
+};
+
 export function createGraphQLHandler(app: AppContext) {
   return createYoga<Record<string, unknown>, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    renderGraphiQL,
-    graphiql: {
-      title: 'Team chat administration API',
-      headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
-      shouldPersistHeaders: true,
-    },
+    // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).
+    graphiql: false,
     plugins: [authPlugin()],
     context: async ({ request }) => {
       const header = request.headers.get('authorization');

@@ -4,7 +4,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
-import { createGraphQLHandler } from '../graphql/yoga.js';
+import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
+import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
@@ -16,6 +17,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export function createApp(app: AppContext): Hono {
   const http = new Hono();
   const graphql = createGraphQLHandler(app);
+  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
 
   http.use(
     bodyLimit({
@@ -29,7 +31,7 @@ export function createApp(app: AppContext): Hono {
     await app.prisma.$queryRaw`SELECT 1`;
     return jsonResponse({ status: 'ok' });
   });
-  http.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => graphql.fetch(c.req.raw));
+  http.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => (wantsGraphiQL(c.req.raw) ? graphiql(c.req.raw) : graphql.fetch(c.req.raw)));
   mountAcceptancePages(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
