@@ -10,9 +10,7 @@ import { startCountingApp } from './support/query-count.js';
 import { basicAuth, startTestServer, type TestServer } from './support/server.js';
 import { createWorld, type World } from './support/world.js';
 
-const usesPostgres = Boolean(process.env.DATABASE_URL);
-
-describe.runIf(usesPostgres)('authentication cache across server processes', () => {
+describe('authentication cache across server processes', () => {
   let a: TestServer;
   let b: TestServer;
   beforeAll(async () => {

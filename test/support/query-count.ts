@@ -1,9 +1,7 @@
 // The real HTTP application over the test database, with a Prisma client that counts every SQL
 // statement it sends, so a test can prove that a request's statement count does not grow with the
 // data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
-import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
@@ -11,21 +9,20 @@ import { AuthCache, listenForAuthChanges } from '../../src/domain/auth/auth-cach
 import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { createApp } from '../../src/http/app.js';
-import { testDatabaseOptions } from './server.js';
+import { testDatabaseUrl } from './server.js';
 
 export const COUNTING_SERVER_URL = 'http://counting.test';
 
 export async function startCountingApp() {
-  const options = await testDatabaseOptions();
-  const pglite = 'databaseUrl' in options ? undefined : new PGlite({ loadDataDir: 'loadDataDir' in options ? options.loadDataDir : undefined });
-  const adapter = pglite ? new PrismaPGlite(pglite) : new PrismaPg({ connectionString: (options as { databaseUrl: string }).databaseUrl });
+  const connectionString = await testDatabaseUrl();
+  const adapter = new PrismaPg({ connectionString });
   const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
   let statements = 0;
   client.$on('query', () => statements++);
   const prisma = client as unknown as Prisma;
-  // As in the server: authenticated users are cached when the database can notify changes.
+  // As in the server: authenticated users are cached, and dropped when the database notifies a change.
   const authCache = new AuthCache();
-  const stopListening = 'databaseUrl' in options ? await listenForAuthChanges(authCache, options.databaseUrl) : async () => {};
+  const stopListening = await listenForAuthChanges(authCache, connectionString);
   const app: AppContext = {
     prisma,
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
@@ -46,7 +43,6 @@ export async function startCountingApp() {
     async close() {
       await stopListening();
       await client.$disconnect();
-      await pglite?.close();
     },
   };
 }
