@@ -2,16 +2,17 @@
 // the same data, alternately, under autocannon; writes bench/results/<stamp>.{json,md}.
 // See the README's "Benchmark" section.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { EMBEDDED_DATABASE, EMBEDDED_USER, socketDirFor } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { best, runRound, type Round, type Scenario } from './bench/load.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
-import { embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
+import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
@@ -20,9 +21,17 @@ const LOAD = flags.quick ? { connections: 8, seconds: 2, rounds: 1 } : { connect
 const SERVER_URL = 'http://bench.example';
 const run = promisify(execFile);
 
+type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
+
+function embeddedDatabaseUrl(dataDir: string): string {
+  return `postgresql://${EMBEDDED_USER}@localhost/${EMBEDDED_DATABASE}?host=${encodeURIComponent(socketDirFor(join(dataDir, 'postgres')))}`;
+}
+
 interface Organization {
   id: number;
   authorization: string;
+  /** Another user of the organization (a member), for the probe beside the invitations. */
+  otherUser: string;
   volume: Volume;
 }
 
@@ -48,14 +57,17 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
   const volume = volumes[name];
   const { file, benchUserEmail } = benchOrganization(name, volume);
   const apiKey = generateApiKey();
+  const otherKey = generateApiKey();
   file.users![0]!.api_key = apiKey;
+  file.users![1]!.api_key = otherKey;
   const path = join(workDir, `${name}.json`);
   await writeFile(path, JSON.stringify(file));
   const started = Date.now();
-  await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
+  await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
   const { rows } = await db.query('SELECT id FROM organization WHERE "stringId" = $1', [file.organization.string_id]);
-  return { id: rows[0].id, volume, authorization: 'Basic ' + Buffer.from(`${benchUserEmail}:${apiKey}`).toString('base64') };
+  const basic = (email: string, key: string) => 'Basic ' + Buffer.from(`${email}:${key}`).toString('base64');
+  return { id: rows[0].id, volume, authorization: basic(benchUserEmail, apiKey), otherUser: basic(String(file.users![1]!.email), otherKey) };
 }
 
 function scenarios(org: Organization, db: pg.Pool): Scenario[] {
@@ -67,6 +79,8 @@ function scenarios(org: Organization, db: pg.Pool): Scenario[] {
     name: `POST /api/v1/invites, ${count} address${count > 1 ? 'es' : ''}`,
     method: 'POST',
     path: '/api/v1/invites',
+    minimumSeconds: count > 1 ? 6 : 0,
+    probe: count > 1 ? { path: '/api/v1/users/me', headers: { authorization: org.otherUser } } : undefined,
     headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
     vary: (request) => {
       const batch = invitation++;
@@ -130,19 +144,25 @@ async function measure(scenario: Scenario, floor: BenchProcess, real: BenchProce
   return { name: scenario.name, real: realBest!, floor: floorBest! };
 }
 
-async function benchMode(mode: 'postgres', databaseUrl: string): Promise<ModeResult> {
-  const workDir = await mkdtemp(join(tmpdir(), 'teamchat-bench-'));
-  const benchUrl = await createBenchDatabase(databaseUrl);
-  const env = { DATABASE_URL: benchUrl, NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400' };
-  const db = new pg.Pool({ connectionString: benchUrl, max: 2 });
+async function benchMode(mode: Mode): Promise<ModeResult> {
+  const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
+  // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
+  await chmod(workDir, 0o755);
+  const serverDir = join(workDir, 'server');
+  // The embedded database is the server's own, under its DATA_DIR; the CLI and the floor reach it there.
+  const databaseUrl = mode.kind === 'external' ? await createBenchDatabase(mode.databaseUrl) : embeddedDatabaseUrl(serverDir);
+  const common = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400' };
+  const env = { ...common, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
+  let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
   let floor: BenchProcess | undefined;
   try {
-    real = await startProcess('server', realServerCommand(), env, join(workDir, 'server'));
+    real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
+    db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     const organizations = {} as Record<DataSet, Organization>;
     for (const name of Object.keys(volumes) as DataSet[]) organizations[name] = await importOrganization(name, env, workDir, db);
-    floor = await startProcess('floor', FLOOR_COMMAND, env, join(workDir, 'floor'));
+    floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
     const databasePids = () => embeddedPostgresPids(real!.dataDir);
@@ -159,7 +179,7 @@ async function benchMode(mode: 'postgres', databaseUrl: string): Promise<ModeRes
     }
     const realPeaks = realRss.stop();
     return {
-      mode,
+      mode: mode.kind,
       data: describeVolume(volumes.main),
       scenarios: results,
       rss: {
@@ -174,16 +194,17 @@ async function benchMode(mode: 'postgres', databaseUrl: string): Promise<ModeRes
   } finally {
     await floor?.stop();
     await real?.stop();
-    await db.end();
+    await db?.end();
     await rm(workDir, { recursive: true, force: true });
   }
 }
 
 async function main() {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('Set DATABASE_URL to a PostgreSQL server whose role may CREATEDB.');
-  const modes = [await benchMode('postgres', databaseUrl)];
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(databaseUrl), load: LOAD, modes };
+  const external = process.env.DATABASE_URL;
+  const modes: ModeResult[] = [await benchMode({ kind: 'embedded' })];
+  if (external) modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
+  else console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const name = `bench/results/${flags.quick ? 'quick-' : ''}${stamp}`;

@@ -1,5 +1,6 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
 // server's SQL statements counted around it. Every response must be a 2xx.
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
 
@@ -11,6 +12,10 @@ export interface Scenario {
   body?: string;
   /** A fresh path or body per request (emoji names, invited addresses). */
   vary?: (request: { path: string; body?: string }) => { path: string; body?: string };
+  /** Seconds per round when longer than the run's (requests that take seconds each). */
+  minimumSeconds?: number;
+  /** Another user's request, sent every 50 ms during the round: its worst latency shows who waits behind this load. */
+  probe?: { path: string; headers: Record<string, string> };
   /** Runs before each round (e.g. reactivates the emoji the previous round deactivated). */
   reset?: () => Promise<void>;
 }
@@ -21,15 +26,38 @@ export interface Round {
   p99Ms: number;
   requests: number;
   sqlPerRequest: number;
+  /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
+  failed: number;
+  /** Worst latency of the probe request during the round, when the scenario has one. */
+  probeMaxMs?: number;
+}
+
+/** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */
+function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
+  let running = true;
+  const done = (async () => {
+    let worst = 0;
+    while (running) {
+      const started = performance.now();
+      const response = await fetch(url + probe.path, { headers: probe.headers });
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`probe ${probe.path}: HTTP ${response.status}`);
+      worst = Math.max(worst, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return worst;
+  })();
+  return () => ((running = false), done);
 }
 
 export async function runRound(scenario: Scenario, server: BenchProcess, options: { connections: number; seconds: number }): Promise<Round> {
   await scenario.reset?.();
   const before = await server.statements();
+  const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
     url: server.url,
     connections: options.connections,
-    duration: options.seconds,
+    duration: Math.max(options.seconds, scenario.minimumSeconds ?? 0),
     requests: [
       {
         method: scenario.method,
@@ -42,9 +70,12 @@ export async function runRound(scenario: Scenario, server: BenchProcess, options
       },
     ],
   });
+  const probeMaxMs = await stopProbe?.();
   const after = await server.statements();
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`${scenario.name} on ${server.name}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0) {
+    const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'));
+    console.error(`${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`);
   }
   const requests = result['2xx'];
   return {
@@ -53,6 +84,8 @@ export async function runRound(scenario: Scenario, server: BenchProcess, options
     p99Ms: result.latency.p99,
     requests,
     sqlPerRequest: (after - before) / requests,
+    failed,
+    probeMaxMs,
   };
 }
 

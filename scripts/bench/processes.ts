@@ -18,14 +18,15 @@ export interface BenchProcess {
   stop(): Promise<void>;
 }
 
-/**
- * How the real server is started: the one place to change when `npm start` changes. Today
- * `npm start` is `tsx src/main.ts`; `node --import tsx` is the same runtime without the wrapper
- * processes, so the measured PID is the server itself.
- */
+/** How the real server is started: exactly as `npm start` starts it (`exec node <flags> dist/main.js`). */
 export function realServerCommand(): string[] {
-  return existsSync('dist/main.js') ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
+  const start: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start;
+  const [node, ...args] = start.replace(/^exec\s+/, '').split(/\s+/);
+  if (node !== 'node') throw new Error(`npm start is no longer "node ...": update realServerCommand (${start})`);
+  return args;
 }
+/** The administration CLI of the same build (`npm run cli`). */
+export const cliCommand = () => ['dist/cli/main.js'];
 
 export const FLOOR_COMMAND = ['--import', 'tsx', 'scripts/bench/floor.ts'];
 
@@ -87,9 +88,18 @@ async function waitUntilServing(url: string, child: ChildProcess, output: string
 }
 
 /** Resident memory of one process (VmRSS), in bytes; 0 once it has gone. */
-export function rssOf(pid: number): number {
+export const rssOf = (pid: number) => procField(`/proc/${pid}/status`, 'VmRSS');
+
+/**
+ * Proportional set size: resident memory with pages shared between processes divided among them, so
+ * the sum over PostgreSQL's processes counts its shared buffers once (their RSS would count them
+ * once per process).
+ */
+export const pssOf = (pid: number) => procField(`/proc/${pid}/smaps_rollup`, 'Pss');
+
+function procField(path: string, field: string): number {
   try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(path, 'utf8'));
     return match ? Number(match[1]) * 1024 : 0;
   } catch {
     return 0;
@@ -135,7 +145,7 @@ export function sampleRss(server: number, database: () => number[]) {
   let databasePeak = 0;
   const sample = () => {
     serverPeak = Math.max(serverPeak, rssOf(server));
-    databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + rssOf(pid), 0));
+    databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + pssOf(pid), 0));
   };
   sample();
   const timer = setInterval(sample, 100);
