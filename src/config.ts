@@ -1,6 +1,7 @@
 // Server configuration, read once from the environment.
 import { resolve } from 'node:path';
 import { parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
+import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { StartupError } from './startup-error.js';
 
 export interface Config {
@@ -26,6 +27,10 @@ export interface Config {
   emailFrom: string;
   /** Per-user API rate limit rules; empty: no limit. */
   rateLimits: RateRule[];
+  /** Limits on GraphQL documents and operations. */
+  graphqlLimits: GraphQLLimits;
+  /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
+  allowedOrigins: string[];
 }
 
 function integer(name: string, value: string | undefined, fallback?: number): number | undefined {
@@ -56,6 +61,19 @@ function port(name: string, value: string | undefined, fallback?: number): numbe
   return parsed;
 }
 
+/** Comma-separated origins, e.g. `https://admin.example.com,http://localhost:5173`. */
+function parseOrigins(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter(Boolean)
+    .map((origin) => {
+      const url = new URL(origin);
+      if (url.origin !== origin.replace(/\/$/, '')) throw new StartupError(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port])`);
+      return url.origin;
+    });
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const listenPort = port('PORT', env.PORT, 9991)!;
@@ -73,5 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
+    graphqlLimits: readGraphQLLimits(env),
+    allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
   };
 }

@@ -41,8 +41,9 @@ export async function startServer(
   databaseOptions?: DatabaseOptions,
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  let handle: (request: Request) => Response | Promise<Response> = STARTING;
-  const server = await listen(config, (request) => handle(request));
+  let handle: Handler = STARTING;
+  // The second argument carries the Node request (the client's address for the failed-login limit).
+  const server = await listen(config, (request, env) => handle(request, env));
   let database: Database | undefined;
   try {
     await prepareDataDir(config.dataDir);
@@ -61,7 +62,8 @@ export async function startServer(
     authCache,
     notifyOutbox: () => outbox?.wake(),
   };
-  handle = createApp(app).fetch;
+  const http = createApp(app);
+  handle = (request, env) => http.fetch(request, env);
   outbox?.start();
   const { port } = server.address() as AddressInfo;
   const opened = database;
@@ -79,7 +81,9 @@ export async function startServer(
   };
 }
 
-async function listen(config: Config, fetch: (request: Request) => Response | Promise<Response>): Promise<Server> {
+type Handler = (request: Request, env?: unknown) => Response | Promise<Response>;
+
+async function listen(config: Config, fetch: Handler): Promise<Server> {
   const server = createAdaptorServer({ fetch }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {

@@ -56,7 +56,8 @@ async function ownAttachments(caller: Caller, withDates: boolean) {
         WHERE a."ownerId" = $1 AND a."organizationId" = $2 GROUP BY a.id ORDER BY a.id`,
       [caller.id, caller.organizationId],
     ),
-    pool.query(`SELECT coalesce(sum(size), 0)::float8 AS total FROM attachment WHERE "organizationId" = $1`, [caller.organizationId]),
+    // The organization's cached counter, as the server reads it.
+    pool.query(`SELECT "uploadSpaceUsed"::float8 AS total FROM organization WHERE id = $1`, [caller.organizationId]),
   ]);
   return { rows: list.rows, total: total.rows[0].total as number };
 }

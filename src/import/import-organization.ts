@@ -4,6 +4,7 @@ import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
 import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
+import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
 
 type Tx = PrismaNamespace.TransactionClient;
@@ -72,6 +73,7 @@ function createOrganizationRow(tx: Tx, file: OrganizationFile) {
       waitingPeriodThreshold: o.waiting_period_threshold,
       maxInvites: o.max_invites,
       licenseLimit: o.license_limit,
+      uploadQuotaGb: o.upload_quota_gb,
       welcomeMessageCustomText: o.welcome_message_custom_text,
       domains: { create: o.domains.map((d) => ({ domain: d.domain, allowSubdomains: d.allow_subdomains })) },
     },
@@ -252,8 +254,10 @@ export function newPathId(organizationId: number, fileName: string): string {
 }
 
 async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
-  const rows = await inSlices(file.attachments, (slice) => tx.attachment.createManyAndReturn({
-    data: slice.map((a) => ({
+  const rows = await inSlices(file.attachments, (slice) => insertAttachments(
+    tx,
+    organizationId,
+    slice.map((a) => ({
       id: a.id,
       organizationId,
       ownerId: userId(a.owner),
@@ -262,8 +266,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
       createTime: fromUnix(a.create_time),
       pathId: a.path_id ?? newPathId(organizationId, a.name),
     })),
-    select: { id: true },
-  }));
+  ));
   // File ids map to database ids (the same when the file gave them).
   return new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id]));
 }

@@ -1,6 +1,7 @@
 // The attachments query: the same business rules as GET /api/v1/attachments, and message links
 // loaded in one batch for all attachments (the SQL statement count does not grow with them).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { insertAttachments } from '../../src/domain/attachments/upload-space.js';
 import { print } from 'graphql';
 import { graphql } from '../generated/gql.js';
 import { gql } from '../support/graphql.js';
@@ -94,9 +95,11 @@ describe('attachments', () => {
   test("other organizations' files are neither listed nor counted", async () => {
     const here = await newWorld();
     const there = await newWorld();
-    await server.app.prisma.attachment.create({
-      data: { organizationId: there.org.id, ownerId: there.users.member.id, name: 'big.iso', size: 3_000_000_000n, pathId: `${there.org.id}/00/${there.org.stringId}/big.iso` },
-    });
+    await server.app.prisma.$transaction((tx) =>
+      insertAttachments(tx, there.org.id, [
+        { organizationId: there.org.id, ownerId: there.users.member.id, name: 'big.iso', size: 3_000_000_000n, pathId: `${there.org.id}/00/${there.org.stringId}/big.iso` },
+      ]),
+    );
     const mark = await gql(server.url, Attachments, {}, here.users.member.auth);
     expect(mark.data?.attachments.attachments.map((a) => a.name)).toEqual(['plan.pdf', 'draft.txt']);
     expect(mark.data?.attachments.uploadSpaceUsed).toBe(WORLD_TOTAL);

@@ -4,6 +4,7 @@ import type { Prisma } from '../../db/database.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
+import { removeAttachmentRow } from './upload-space.js';
 
 export interface AttachmentRecord {
   id: number;
@@ -51,21 +52,27 @@ export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<
   return { attachments, uploadSpaceUsed };
 }
 
-/** SUM(size) over the organization's files, computed by the database (numeric, so no overflow). */
+/** The organization's counter of bytes stored (upload-space.ts keeps it exact). */
 export async function organizationUploadSpaceUsed(prisma: Prisma, organizationId: number): Promise<bigint> {
-  const { _sum } = await prisma.attachment.aggregate({ where: { organizationId }, _sum: { size: true } });
-  return _sum.size ?? 0n;
+  const { uploadSpaceUsed } = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true } });
+  return uploadSpaceUsed;
 }
 
 /**
  * Deletes one of the caller's own files. Unknown ids, other users' and other organizations' files
  * all get the same answer, so nobody learns which ids exist. Messages keep their (now dead) links.
  */
-export async function deleteOwnAttachment(prisma: Prisma, actor: Actor, attachmentId: number): Promise<void> {
+export async function deleteOwnAttachment(prisma: Prisma, actor: Actor, attachmentId: number): Promise<{ uploadSpaceUsed: bigint }> {
   const invalid = () => badRequest('Invalid attachment');
   if (!isRowId(attachmentId)) throw invalid();
-  const { count } = await prisma.attachment.deleteMany({
-    where: { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId },
+  return prisma.$transaction(async (tx) => {
+    const row = await tx.attachment.findFirst({
+      where: { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId },
+      select: { id: true, size: true },
+    });
+    if (!row) throw invalid();
+    const uploadSpaceUsed = await removeAttachmentRow(tx, actor.organizationId, row);
+    if (uploadSpaceUsed === null) throw invalid();
+    return { uploadSpaceUsed };
   });
-  if (count === 0) throw invalid();
 }

@@ -103,7 +103,7 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string, 
 }
 
 /** What both doors call: credentials, then the per-user rate limit. */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string): Promise<Actor> {
+export async function authenticateRequest(app: AppContext, authorizationHeader: string, _clientAddress = ''): Promise<Actor> {
   const actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
   app.rateLimiter.hit(actor.id);
   return actor;

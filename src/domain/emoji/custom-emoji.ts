@@ -53,6 +53,8 @@ const doesNotExist = (name: string) =>
  * members, guests, bots) only those they added. Returns the emoji as it is now.
  */
 export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+  // Decision 10: no stored name holds NUL (PostgreSQL text cannot), so such a name names nothing.
+  if (name.includes('\0')) throw doesNotExist(name);
   const emoji = await prisma.customEmoji.findFirst({
     where: { organizationId: actor.organizationId, name, deactivated: false },
     orderBy: { id: 'asc' },
