@@ -1,9 +1,10 @@
 // Entry point: start the server, create the demo organization on an empty database, print how to
 // use it; drain and stop everything (the embedded PostgreSQL included) on SIGTERM or Ctrl-C.
+import './db/statement-counter.js';
 import { loadConfig } from './config.js';
+import { describeDatabase } from './db/database.js';
 import { startupBanner } from './demo/banner.js';
 import { ensureDemoOrganization } from './demo/create-demo.js';
-import { describeDatabase } from './db/database.js';
 import { startServer, type RunningServer } from './server.js';
 import { StartupError } from './startup-error.js';
 
@@ -22,21 +23,23 @@ async function start(): Promise<RunningServer> {
   return running;
 }
 
-function stopOnSignals(running: RunningServer) {
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal} received: finishing requests in flight, then exiting.`);
-    await running.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+// Handlers first: a signal that arrives while starting (or just after the banner) still drains.
+const starting = start();
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  const running = await starting.catch(() => undefined);
+  if (!running) return;
+  console.log(`${signal} received: finishing requests in flight, then exiting.`);
+  await running.close();
+  process.exit(0);
 }
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
 
 try {
-  stopOnSignals(await start());
+  await starting;
 } catch (error) {
   if (!(error instanceof StartupError)) throw error;
   console.error(`Cannot start: ${error.message}`);

@@ -9,6 +9,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
+import { AuthCache, listenForAuthChanges } from './domain/auth/auth-cache.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
@@ -55,10 +56,13 @@ export async function startServer(
     throw error;
   }
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
+  const authCache = new AuthCache();
+  const stopListening = await listenForAuthChanges(authCache, database.url);
   const app: AppContext = {
     prisma: database.prisma,
     config,
     rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
+    authCache,
     notifyOutbox: () => outbox?.wake(),
     log: options.logger,
   };
@@ -75,6 +79,7 @@ export async function startServer(
     async close() {
       await closeServer(server);
       await outbox?.stop();
+      await stopListening();
       await opened.close();
     },
   };

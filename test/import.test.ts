@@ -37,6 +37,10 @@ describe('importer', () => {
     expect(imported.apiKeys.get('olga@lighthouse.example')).toBe('OLGAolgaOLGAolgaOLGAolgaOLGAolga');
     expect(await p.user.count({ where: { organizationId: 7, systemBot: { not: null } } })).toBe(2);
     expect((await p.attachment.findUniqueOrThrow({ where: { id: 503 } })).size).toBe(3221225472n);
+    // The organization's counter of bytes stored is the exact total of the imported files.
+    const { _sum } = await p.attachment.aggregate({ where: { organizationId: 7 }, _sum: { size: true } });
+    expect(_sum.size).toBe(571_946n + 12n + 3_221_225_472n);
+    expect((await p.organization.findUniqueOrThrow({ where: { id: 7 } })).uploadSpaceUsed).toBe(_sum.size);
     expect(await p.messageAttachment.count({ where: { attachmentId: 501 } })).toBe(2);
     const leads = await p.userGroup.findFirstOrThrow({ where: { organizationId: 7, name: 'leads' }, include: { canAddMembersGroup: { include: { members: true } }, subgroups: true } });
     expect(leads.canAddMembersGroup).toMatchObject({ name: null, members: [{ userId: 702 }] });
@@ -56,6 +60,21 @@ describe('importer', () => {
     const second = await importOrganization(database.prisma, file, { replace: true });
     expect(second.id).not.toBe(first.id);
     expect(await database.prisma.organization.count({ where: { stringId: 'twice' } })).toBe(1);
+  });
+
+  test('upload_quota_gb: null by default, an integer of GiB, anything else refused', async () => {
+    const base = { ...exampleOrganization(), users: [], channels: [], user_groups: [], custom_emoji: [], attachments: [], messages: [] };
+    const quota = parse({ ...base, organization: { string_id: 'quota', name: 'Quota', upload_quota_gb: 3 } });
+    const none = parse({ ...base, organization: { string_id: 'no-quota', name: 'No quota' } });
+    const withQuota = await importOrganization(database.prisma, quota);
+    const without = await importOrganization(database.prisma, none);
+    const row = (id: number) => database.prisma.organization.findUniqueOrThrow({ where: { id }, select: { uploadQuotaGb: true, uploadSpaceUsed: true } });
+    expect(await row(withQuota.id)).toEqual({ uploadQuotaGb: 3, uploadSpaceUsed: 0n });
+    expect(await row(without.id)).toEqual({ uploadQuotaGb: null, uploadSpaceUsed: 0n });
+    for (const bad of [-1, 1.5, '3', 1e12]) {
+      const parsed = parseOrganizationFile({ ...base, organization: { string_id: 'bad-quota', name: 'Bad', upload_quota_gb: bad } });
+      expect(parsed.ok ? [] : parsed.problems.map((p) => p.path)).toEqual(['organization.upload_quota_gb']);
+    }
   });
 
   test('a file with problems lists every one of them and writes nothing', async () => {

@@ -1,6 +1,5 @@
 // Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
 // limits, CSRF prevention, and the per-user rate limit counting every mutation field.
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
@@ -13,6 +12,12 @@ import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
 import { schema } from './schema/index.js';
+
+export const GRAPHIQL_OPTIONS = {
+  title: 'Team chat administration API',
+  headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
+  shouldPersistHeaders: true,
+};
 
 /** Any one of these headers marks a request a browser could only send after a CORS preflight. */
 export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight'];
@@ -76,12 +81,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    renderGraphiQL,
-    graphiql: {
-      title: 'Team chat administration API',
-      headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
-      shouldPersistHeaders: true,
-    },
+    // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).
+    graphiql: false,
     // Cross-origin access is decided once for both doors (src/http/cross-origin.ts).
     cors: false,
     // The limits depend on the caller, so no validation result may be reused for another caller.

@@ -3,8 +3,10 @@
 // is unreachable.
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
-import { createGraphQLHandler } from '../graphql/yoga.js';
+import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
+import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest } from '../rest/dispatch.js';
@@ -36,6 +38,7 @@ export function createApp(app: AppContext): Hono {
   const log = app.log ?? processLogger;
   const database = new DatabaseStatus(app.prisma, log);
   const graphql = createGraphQLHandler(app, database);
+  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
 
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
@@ -54,6 +57,8 @@ export function createApp(app: AppContext): Hono {
       onError: () => jsonResponse({ result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' }, 413),
     }),
   );
+  // gzip or deflate as the client accepts, streamed; bodies under 1 KiB that declare their length stay as they are.
+  http.use(compress());
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
@@ -64,6 +69,7 @@ export function createApp(app: AppContext): Hono {
     (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse({ status: 'unavailable', cause: database.cause }),
   );
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
+    if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       return await graphql.handle(c.req.raw, clientAddress(c));
     } catch (error) {

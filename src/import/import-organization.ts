@@ -4,6 +4,7 @@ import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
 import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
+import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
 
 type Tx = PrismaNamespace.TransactionClient;
@@ -72,6 +73,7 @@ function createOrganizationRow(tx: Tx, file: OrganizationFile) {
       waitingPeriodThreshold: o.waiting_period_threshold,
       maxInvites: o.max_invites,
       licenseLimit: o.license_limit,
+      uploadQuotaGb: o.upload_quota_gb,
       welcomeMessageCustomText: o.welcome_message_custom_text,
       domains: { create: o.domains.map((d) => ({ domain: d.domain, allowSubdomains: d.allow_subdomains })) },
     },
@@ -219,9 +221,22 @@ async function createChannels(
   return channelIds;
 }
 
+/** Rows per bulk insert: large files (hundreds of thousands of rows) stay within bounded memory. */
+const SLICE_ROWS = 5_000;
+
+/** Inserts `rows` in slices, one statement each, and returns what each slice returned, in order. */
+async function inSlices<T, R>(rows: T[], insert: (slice: T[]) => Promise<R[] | { count: number }>): Promise<R[]> {
+  const returned: R[] = [];
+  for (let i = 0; i < rows.length; i += SLICE_ROWS) {
+    const result = await insert(rows.slice(i, i + SLICE_ROWS));
+    if (Array.isArray(result)) returned.push(...result);
+  }
+  return returned;
+}
+
 async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
-  await tx.customEmoji.createMany({
-    data: file.custom_emoji.map((e) => ({
+  await inSlices(file.custom_emoji, (slice) => tx.customEmoji.createMany({
+    data: slice.map((e) => ({
       id: e.id,
       organizationId,
       name: e.name,
@@ -229,7 +244,7 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
       deactivated: e.deactivated,
       fileName: e.file_name ?? `${e.name}.png`,
     })),
-  });
+  }));
 }
 
 /** `<organization id>/<1-2 hex chars>/<24-char URL-safe token>/<name>`, the reference's local layout. */
@@ -239,8 +254,10 @@ export function newPathId(organizationId: number, fileName: string): string {
 }
 
 async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
-  const rows = await tx.attachment.createManyAndReturn({
-    data: file.attachments.map((a) => ({
+  const rows = await inSlices(file.attachments, (slice) => insertAttachments(
+    tx,
+    organizationId,
+    slice.map((a) => ({
       id: a.id,
       organizationId,
       ownerId: userId(a.owner),
@@ -249,8 +266,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
       createTime: fromUnix(a.create_time),
       pathId: a.path_id ?? newPathId(organizationId, a.name),
     })),
-    select: { id: true },
-  });
+  ));
   // File ids map to database ids (the same when the file gave them).
   return new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id]));
 }
@@ -263,8 +279,8 @@ async function createMessages(
   channelIds: Map<string, number>,
   attachmentIds: Map<number, number>,
 ) {
-  const rows = await tx.message.createManyAndReturn({
-    data: file.messages.map((m) => ({
+  const rows = await inSlices(file.messages, (slice) => tx.message.createManyAndReturn({
+    data: slice.map((m) => ({
       id: m.id,
       organizationId,
       senderId: userId(m.sender),
@@ -274,14 +290,13 @@ async function createMessages(
       dateSent: fromUnix(m.date_sent),
     })),
     select: { id: true },
-  });
+  }));
   const messageId = (i: number) => rows[i]!.id;
   await tx.directMessageRecipient.createMany({
     data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),
   });
-  await tx.messageAttachment.createMany({
-    data: file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! }))),
-  });
+  const links = file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! })));
+  await inSlices(links, (slice) => tx.messageAttachment.createMany({ data: slice }));
 }
 
 /** Explicit ids leave sequences behind; move each forward past the highest id (never backwards). */

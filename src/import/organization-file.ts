@@ -37,6 +37,7 @@ const organization = z.strictObject({
   waiting_period_threshold: z.number().int().min(0).max(100_000).default(0),
   max_invites: z.number().int().min(0).nullable().default(null),
   license_limit: z.number().int().min(0).nullable().default(null),
+  upload_quota_gb: z.number().int().min(0).max(1_000_000).nullable().default(null),
   welcome_message_custom_text: z.string().max(8000).default(''),
   can_invite_users_group: groupSetting.default('role:members'),
   can_add_subscribers_group: groupSetting.default('role:members'),

@@ -2,6 +2,7 @@
 // The example organization: Mark owns plan.pdf (571946 bytes; linked from Mark's and Olga's
 // messages) and draft.txt (12 bytes, never linked); Olga owns archive.tar (3 GiB, past 2^31).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { insertAttachments } from '../../src/domain/attachments/upload-space.js';
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -34,10 +35,14 @@ async function expected(world: World, name: string, messageIds: number[]) {
   return { id: row.id, name, path_id: row.pathId, size: Number(row.size), create_time: Math.floor(row.createTime.getTime() / 1000), message_ids: messageIds };
 }
 
+/** A row as the upload service would write it: counted in the organization's total. */
 async function addAttachment(world: World, ownerId: number, name: string, size: bigint | number) {
-  return server.app.prisma.attachment.create({
-    data: { organizationId: world.org.id, ownerId, name, size: BigInt(size), pathId: `${world.org.id}/ab/${world.org.stringId}-${name}/${name}` },
-  });
+  const [row] = await server.app.prisma.$transaction((tx) =>
+    insertAttachments(tx, world.org.id, [
+      { organizationId: world.org.id, ownerId, name, size: BigInt(size), pathId: `${world.org.id}/ab/${world.org.stringId}-${name}/${name}` },
+    ]),
+  );
+  return row!;
 }
 
 describe('GET /attachments', () => {
@@ -124,6 +129,28 @@ describe('DELETE /attachments/{id}', () => {
     expect(await server.app.prisma.message.count({ where: { id: { in: world.messageIds } } })).toBe(3);
     const listing = await listAttachments(world.users.member.auth);
     expect(listing.body).toEqual({ result: 'success', msg: '', attachments: [await expected(world, 'draft.txt', [])], upload_space_used: WORLD_TOTAL - 571_946 });
+  });
+
+  test('the counter stays the exact sum of the remaining files through deletions, refused ones included', async () => {
+    const world = await newWorld();
+    const sum = async () =>
+      (await server.app.prisma.attachment.aggregate({ where: { organizationId: world.org.id }, _sum: { size: true } }))._sum.size ?? 0n;
+    const counter = async () =>
+      (await server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id }, select: { uploadSpaceUsed: true } })).uploadSpaceUsed;
+    expect(await counter()).toBe(BigInt(WORLD_TOTAL));
+    const video = await addAttachment(world, world.users.member.id, 'video.mp4', 3_000_000_000);
+    expect(await counter()).toBe(await sum());
+    // Two concurrent deletions of one file uncount it once.
+    const twice = await Promise.all([deleteAttachment(world.users.member.auth, video.id), deleteAttachment(world.users.member.auth, video.id)]);
+    expect(twice.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect(await counter()).toBe(BigInt(WORLD_TOTAL));
+    await deleteAttachment(world.users.admin.auth, await world.attachmentId('archive.tar'));
+    expect(await counter()).toBe(BigInt(WORLD_TOTAL));
+    await deleteAttachment(world.users.owner.auth, await world.attachmentId('archive.tar'));
+    await deleteAttachment(world.users.member.auth, await world.attachmentId('draft.txt'));
+    await deleteAttachment(world.users.member.auth, await world.attachmentId('plan.pdf'));
+    expect(await counter()).toBe(0n);
+    expect(await sum()).toBe(0n);
   });
 
   test("someone else's, another organization's, unknown and out-of-range ids are all `Invalid attachment`", async () => {

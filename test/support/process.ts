@@ -51,7 +51,8 @@ export async function listeningUrl(started: Started): Promise<string> {
 
 export async function stopServerProcess(started: Started): Promise<void> {
   started.child.kill('SIGTERM');
-  expect(await started.exited).toBe(0);
+  const code = await started.exited;
+  expect({ code, signal: started.child.signalCode, output: started.output() }).toMatchObject({ code: 0, signal: null });
 }
 
 export interface CliResult {

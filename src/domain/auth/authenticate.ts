@@ -3,6 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { Prisma } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
+import type { AuthCache } from './auth-cache.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 
 export interface Actor {
@@ -41,20 +42,53 @@ export function parseBasicAuthorization(header: string): { username: string; api
   return { username: pieces[0]!.trim(), apiKey: pieces[1]!.trim() };
 }
 
-export async function authenticate(prisma: Prisma, authorizationHeader: string): Promise<Actor> {
+interface CredentialRow {
+  id: number;
+  organizationId: number;
+  email: string;
+  emailKey: string;
+  fullName: string;
+  role: number;
+  isBot: boolean;
+  botType: number | null;
+  dateJoined: Date;
+  isActive: boolean;
+  apiKeyHash: string;
+  organizationDeactivated: boolean;
+}
+
+/** The user owning the key and their organization's state, in one statement (every request pays it on a cache miss). */
+async function readCredentials(prisma: Prisma, apiKeyHash: string): Promise<CredentialRow | undefined> {
+  const rows = await prisma.$queryRaw<CredentialRow[]>`
+    SELECT u.id, u."organizationId", u.email, u."emailKey", u."fullName", u.role, u."isBot", u."botType", u."dateJoined",
+           u."isActive", u."apiKeyHash", o.deactivated AS "organizationDeactivated"
+      FROM user_account u JOIN organization o ON o.id = u."organizationId"
+     WHERE u."apiKeyHash" = ${apiKeyHash}`;
+  return rows[0];
+}
+
+/**
+ * Only successful authentications are cached, so every refusal below is re-checked against the
+ * database; a cached entry is dropped as soon as its row changes (auth-cache.ts).
+ */
+export async function authenticate(prisma: Prisma, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
-  const user = await prisma.user.findUnique({
-    where: { apiKeyHash: hashApiKey(apiKey) },
-    include: { organization: { select: { deactivated: true } } },
-  });
+  const apiKeyHash = hashApiKey(apiKey);
+  const cached = cache?.get(apiKeyHash);
+  if (cached) {
+    if (cached.emailKey !== username.toLowerCase()) throw unauthorized('Invalid API key');
+    return cached.actor;
+  }
+  const ticket = cache?.ticket() ?? 0;
+  const user = await readCredentials(prisma, apiKeyHash);
   if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || user.emailKey !== username.toLowerCase()) {
     throw unauthorized('Invalid API key');
   }
-  if (user.organization.deactivated) throw unauthorized('This organization has been deactivated');
+  if (user.organizationDeactivated) throw unauthorized('This organization has been deactivated');
   if (!user.isActive) throw unauthorized('Account is deactivated');
   if (user.botType === 2) throw unauthorized('This API is not available to incoming webhook bots.');
-  return {
+  const actor: Actor = {
     id: user.id,
     organizationId: user.organizationId,
     email: user.email,
@@ -64,6 +98,8 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string):
     botType: user.botType,
     dateJoined: user.dateJoined,
   };
+  cache?.set(apiKeyHash, { emailKey: user.emailKey, actor }, ticket);
+  return actor;
 }
 
 /**
@@ -73,7 +109,7 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string):
 export async function authenticateRequest(app: AppContext, authorizationHeader: string, clientAddress: string): Promise<Actor> {
   let actor: Actor;
   try {
-    actor = await authenticate(app.prisma, authorizationHeader);
+    actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
   } catch (error) {
     if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress);
     throw error;
