@@ -1,4 +1,5 @@
 // Starts the application on a port: database (migrated), services, e-mail worker, HTTP server.
+import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
@@ -36,6 +37,7 @@ export async function startServer(
     config,
     rateLimiter: new RateLimiter(config.rateLimits),
     notifyOutbox: () => outbox?.wake(),
+    storage: openStorage(config),
   };
   const http = createApp(app);
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {

@@ -1,0 +1,47 @@
+// Where uploaded bytes live: one interface, a directory backend and an S3-compatible bucket backend.
+// Keys are relative, '/'-separated paths such as `files/<path_id>`; `assertSafeKey` refuses every
+// key that could name something outside the storage root.
+import type { Readable } from 'node:stream';
+
+export interface StoredObjectInfo {
+  size: number;
+}
+
+export interface ByteRange {
+  /** Inclusive offsets, as in HTTP. */
+  start: number;
+  end: number;
+}
+
+export interface FileStorage {
+  /**
+   * Streams `body` to `key`. When the stream fails (a size limit, a broken connection) nothing is
+   * left behind and the stream's error is rethrown.
+   */
+  write(key: string, body: Readable, contentType: string): Promise<void>;
+  /** The object's bytes (a range of them when asked), or null when it does not exist. */
+  read(key: string, range?: ByteRange): Promise<Readable | null>;
+  stat(key: string): Promise<StoredObjectInfo | null>;
+  /** Removes the object; false when there was none. */
+  delete(key: string): Promise<boolean>;
+}
+
+export class UnsafeStorageKeyError extends Error {}
+
+const SEGMENT = /^[^/\\\0]+$/;
+
+/** Every segment non-empty, not `.` or `..`, without `\` or NUL; no leading `/`. */
+export function assertSafeKey(key: string): void {
+  const segments = key.split('/');
+  const safe = segments.every((s) => SEGMENT.test(s) && s !== '.' && s !== '..');
+  if (!safe) throw new UnsafeStorageKeyError(`Refusing the storage key ${JSON.stringify(key)}`);
+}
+
+export const isSafeKey = (key: string) => {
+  try {
+    assertSafeKey(key);
+    return true;
+  } catch {
+    return false;
+  }
+};
