@@ -1,10 +1,11 @@
 // Writes a validated organization file in one transaction (docs/contract/organization-import.md).
-import { randomBytes, randomInt } from 'node:crypto';
 import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
 import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
 import { insertAttachments } from '../domain/attachments/upload-space.js';
+import { newPathId } from '../domain/uploads/paths.js';
+import { sanitizeName } from '../domain/uploads/file-names.js';
 import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
 
 type Tx = PrismaNamespace.TransactionClient;
@@ -234,12 +235,6 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
   });
 }
 
-/** `<organization id>/<1-2 hex chars>/<24-char URL-safe token>/<name>`, the reference's local layout. */
-export function newPathId(organizationId: number, fileName: string): string {
-  const token = randomBytes(18).toString('base64url');
-  return `${organizationId}/${randomInt(256).toString(16)}/${token}/${fileName}`;
-}
-
 async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
   const rows = await insertAttachments(
     tx,
@@ -251,7 +246,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
       name: a.name,
       size: BigInt(a.size),
       createTime: fromUnix(a.create_time),
-      pathId: a.path_id ?? newPathId(organizationId, a.name),
+      pathId: a.path_id ?? newPathId(organizationId, sanitizeName(a.name)),
     })),
   );
   // File ids map to database ids (the same when the file gave them).

@@ -7,6 +7,7 @@ import { listInvitations, resendInvitation, revokeInvitation } from './handlers/
 import { sendInvitations } from './handlers/invites.js';
 import { serverSettings } from './handlers/server-settings.js';
 import { getOwnUser } from './handlers/users.js';
+import { uploadFile } from './handlers/uploads.js';
 
 export const restRoutes: RestRoute[] = [
   { pattern: /^\/invites$/, methods: { GET: listInvitations, POST: sendInvitations } },
@@ -16,6 +17,7 @@ export const restRoutes: RestRoute[] = [
   { pattern: /^\/realm\/emoji\/(?<emojiName>[^]+)$/, methods: { DELETE: deactivateEmoji } },
   { pattern: /^\/attachments$/, methods: { GET: listAttachments } },
   { pattern: /^\/attachments\/(?<attachmentId>[0-9]+)$/, methods: { DELETE: deleteAttachment } },
+  { pattern: /^\/user_uploads$/, methods: { POST: uploadFile }, streamsBody: ['POST'] },
   { pattern: /^\/server_settings$/, methods: {}, publicMethods: { GET: serverSettings } },
   { pattern: /^\/users\/me$/, methods: { GET: getOwnUser } },
 ];
