@@ -8,6 +8,7 @@ import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { mountAcceptancePages } from './pages/acceptance.js';
+import { mountFileRoutes } from './files.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -37,6 +38,7 @@ export function createApp(app: AppContext): Hono {
   });
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => graphql.fetch(c.req.raw));
   mountAcceptancePages(http, app);
+  mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   return http;

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ROLE_CODES } from '../domain/users/roles.js';
 import { API_KEY_PATTERN } from '../domain/users/api-keys.js';
+import { isValidPathId } from '../domain/uploads/paths.js';
 
 export const SYSTEM_GROUP_NAMES = [
   'role:nobody',
@@ -96,7 +97,7 @@ const attachment = z.strictObject({
   name: z.string().min(1).max(255),
   size: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   create_time: unixTime.optional(),
-  path_id: z.string().min(1).optional(),
+  path_id: z.string().min(1).max(1000).refine(isValidPathId, 'must be <organization id>/... with no empty, . or .. segment').optional(),
 });
 
 const message = z.strictObject({

@@ -7,7 +7,7 @@ import { listInvitations, resendInvitation, revokeInvitation } from './handlers/
 import { sendInvitations } from './handlers/invites.js';
 import { serverSettings } from './handlers/server-settings.js';
 import { getOwnUser } from './handlers/users.js';
-import { uploadFile } from './handlers/uploads.js';
+import { getTemporaryUrl, uploadFile } from './handlers/uploads.js';
 
 export const restRoutes: RestRoute[] = [
   { pattern: /^\/invites$/, methods: { GET: listInvitations, POST: sendInvitations } },
@@ -18,6 +18,7 @@ export const restRoutes: RestRoute[] = [
   { pattern: /^\/attachments$/, methods: { GET: listAttachments } },
   { pattern: /^\/attachments\/(?<attachmentId>[0-9]+)$/, methods: { DELETE: deleteAttachment } },
   { pattern: /^\/user_uploads$/, methods: { POST: uploadFile }, streamsBody: ['POST'] },
+  { pattern: /^\/user_uploads\/(?<realmId>[0-9]+)\/(?<filename>.+)$/, methods: { GET: getTemporaryUrl } },
   { pattern: /^\/server_settings$/, methods: {}, publicMethods: { GET: serverSettings } },
   { pattern: /^\/users\/me$/, methods: { GET: getOwnUser } },
 ];

@@ -43,12 +43,20 @@ export function parseBasicAuthorization(header: string): { username: string; api
 
 export async function authenticate(prisma: Prisma, authorizationHeader: string): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
+  return authenticateApiKey(prisma, apiKey, username);
+}
+
+/**
+ * The user holding `apiKey` (and, when given, the e-mail `username`), with the reference's checks.
+ * File URLs accept the key alone (`?api_key=`), as the reference's mobile apps send it.
+ */
+export async function authenticateApiKey(prisma: Prisma, apiKey: string, username?: string): Promise<Actor> {
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
   const user = await prisma.user.findUnique({
     where: { apiKeyHash: hashApiKey(apiKey) },
     include: { organization: { select: { deactivated: true } } },
   });
-  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || user.emailKey !== username.toLowerCase()) {
+  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || (username !== undefined && user.emailKey !== username.toLowerCase())) {
     throw unauthorized('Invalid API key');
   }
   if (user.organization.deactivated) throw unauthorized('This organization has been deactivated');
