@@ -185,6 +185,42 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     });
   });
 
+  test('D1: deleting a file removes its bytes, its row and its counted size; D2: not someone else\'s', async () => {
+    const world = await newWorld();
+    const before = { keys: await uploads.storedKeys(), counter: await counter(world) };
+    const response = await upload(world.users.member.auth, [{ name: 'gone-soon.txt', content: 'bytes' }]);
+    const pathId = response.body.url.slice('/user_uploads/'.length);
+    const { id } = await uploads.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId } });
+    const remove = (authorization: string) => fetch(`${uploads.server.url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization } });
+    const refused = await remove(world.users.owner.auth);
+    expect(await refused.json()).toEqual({ result: 'error', msg: 'Invalid attachment', code: 'BAD_REQUEST' });
+    expect(await uploads.storedKeys()).toContain(`files/${pathId}`);
+    const deleted = await remove(world.users.member.auth);
+    expect(await deleted.json()).toEqual({ result: 'success', msg: '' });
+    expect({ keys: await uploads.storedKeys(), counter: await counter(world) }).toEqual(before);
+    expect(await uploads.server.app.prisma.attachment.count({ where: { id } })).toBe(0);
+    // The file URL now answers 404.
+    expect((await fetch(`${uploads.server.url}${response.body.url}`, { headers: { authorization: world.users.member.auth } })).status).toBe(404);
+  });
+
+  test('D3: when the storage fails, the deletion is refused and the row and its count stay', async () => {
+    const broken = await startUploadServer(kind);
+    try {
+      const world = await createWorld(broken.server.app.prisma);
+      const response = await postFiles(broken.server.url, '/user_uploads', world.users.member.auth, [{ name: 'stuck.txt', content: 'stuck' }]);
+      const { id } = await broken.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId: response.body.url.slice(14) } });
+      const total = await broken.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id } });
+      await broken.breakStorage();
+      const refused = await fetch(`${broken.server.url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization: world.users.member.auth } });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({ result: 'error', msg: 'An error occurred while deleting the attachment. Please try again later.', code: 'BAD_REQUEST' });
+      expect(await broken.server.app.prisma.attachment.count({ where: { id } })).toBe(1);
+      expect(await broken.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id } })).toEqual(total);
+    } finally {
+      await broken.close();
+    }
+  });
+
   test('no credentials: 401 before the body is read', async () => {
     const response = await upload(undefined, [{ name: 'a.txt', content: 'x' }]);
     expect(response.status).toBe(401);

@@ -1,6 +1,6 @@
 // Uploading over HTTP as browsers and curl do (multipart/form-data), servers on either storage
 // backend, and what a storage holds (to check that refused uploads leave nothing behind).
-import { readdir } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { DirectoryStorage } from '../../src/storage/directory-storage.js';
@@ -43,6 +43,8 @@ export interface UploadServer {
   server: TestServer;
   /** Every key the storage holds, sorted. */
   storedKeys(): Promise<string[]>;
+  /** Makes every storage operation fail from now on: the directory becomes a file, the S3 server stops. */
+  breakStorage(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -54,6 +56,16 @@ export async function startUploadServer(kind: StorageKind, uploads: Partial<Retu
   return {
     server,
     storedKeys: () => listKeys(server.app.storage, s3),
+    async breakStorage() {
+      const storage = server.app.storage;
+      if (storage instanceof DirectoryStorage) {
+        await rm(storage.root, { recursive: true, force: true });
+        await writeFile(storage.root, 'not a directory');
+      } else {
+        await s3!.close();
+        s3 = undefined;
+      }
+    },
     async close() {
       await server.close();
       await s3?.close();
