@@ -29,22 +29,23 @@ export interface LinkedMessage {
  * Every file the caller uploaded, claimed by a message or not, by ascending id, and the total size
  * of all files of the caller's organization (every owner's). Any authenticated user may ask.
  */
-export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<{ attachments: AttachmentRecord[]; uploadSpaceUsed: bigint }> {
-  const [attachments, uploadSpaceUsed] = await Promise.all([
+export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<{ attachments: AttachmentRecord[]; uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
+  const [attachments, { uploadSpaceUsed, uploadQuota }] = await Promise.all([
     prisma.attachment.findMany({
       where: { ownerId: actor.id, organizationId: actor.organizationId },
       orderBy: { id: 'asc' },
       select: { id: true, name: true, pathId: true, size: true, createTime: true },
     }),
-    organizationUploadSpaceUsed(prisma, actor.organizationId),
+    organizationUploadSpace(prisma, actor.organizationId),
   ]);
-  return { attachments, uploadSpaceUsed };
+  return { attachments, uploadSpaceUsed, uploadQuota };
 }
 
-/** The organization's counter of bytes stored (upload-space.ts keeps it exact). */
-export async function organizationUploadSpaceUsed(prisma: Prisma, organizationId: number): Promise<bigint> {
-  const { uploadSpaceUsed } = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true } });
-  return uploadSpaceUsed;
+/** The organization's counter of bytes stored (upload-space.ts keeps it exact) and its quota in bytes. */
+export async function organizationUploadSpace(prisma: Prisma, organizationId: number): Promise<{ uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
+  const row = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true, uploadQuotaGb: true } });
+  // upload_quota_gb is applied as GiB (uploads.md 1.2).
+  return { uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: row.uploadQuotaGb === null ? null : BigInt(row.uploadQuotaGb) << 30n };
 }
 
 /**

@@ -35,6 +35,9 @@ export interface UploadedFile {
 
 const MIB = 1024 * 1024;
 
+/** The largest file POST /user_uploads accepts, in bytes. */
+export const maxFileUploadBytes = (config: { uploads: { maxFileUploadSizeMib: number } }) => config.uploads.maxFileUploadSizeMib * MIB;
+
 /** Checks 1 and 2 of the reference: exactly one file part. */
 export function assertOneFile(count: number): void {
   if (count === 0) throw badRequest('You must specify a file to upload');
