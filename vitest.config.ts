@@ -9,7 +9,7 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // PGlite instances are memory-hungry and the machines have 2 cores.
+    // The machines have 2 cores; each worker runs servers and (for some files) child processes.
     maxWorkers: 2,
   },
 });

@@ -116,7 +116,7 @@ async function main(): Promise<number> {
       console.error(`Running ${scenario.name} ...`);
       outcomes.push(await runScenario(scenario, CONCURRENCY, requests.warmup));
     }
-    const database = bench.server.database.kind === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite';
+    const database = bench.server.database.kind === 'external' ? 'PostgreSQL (DATABASE_URL)' : 'embedded PostgreSQL';
     console.log(`Benchmark${flags.quick ? ' (--quick)' : ''}: ${database}, Node ${process.version}, ${describe(volume)}.\n`);
     console.log(markdownTable(outcomes, CONCURRENCY));
     console.log(`\nProcess peak RSS (maxRSS, whole run including the import): ${mib(process.resourceUsage().maxRSS * 1024)}`);
@@ -135,7 +135,7 @@ async function main(): Promise<number> {
 /** A shared PostgreSQL database keeps no benchmark organization behind. */
 async function tearDown(bench: Bench) {
   const prisma = bench.server.database.prisma;
-  if (bench.server.database.kind === 'postgres') {
+  if (bench.server.database.kind === 'external') {
     // Channels point at groups with RESTRICT; remove them before the cascade takes the groups.
     await prisma.channel.deleteMany({ where: { organizationId: bench.organizationId } });
     await prisma.organization.delete({ where: { id: bench.organizationId } });

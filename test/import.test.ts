@@ -1,22 +1,15 @@
-// The organization import file, through the importer and through the CLI.
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// The organization import file through the importer (the CLI's import: test/cli.test.ts).
+import { afterAll, beforeAll, describe, expect, test, inject } from 'vitest';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { importOrganization } from '../src/import/import-organization.js';
 import { parseOrganizationFile } from '../src/import/organization-file.js';
-import { testDatabaseOptions } from './support/server.js';
+import { copyTemplate } from './support/postgres-databases.js';
 import { exampleOrganization } from './support/world.js';
 
-const run = promisify(execFile);
 let database: Database;
 beforeAll(async () => {
   // The example's explicit ids would collide in a shared database: it gets a private one.
-  const options = await testDatabaseOptions();
-  database = await openDatabase('databaseUrl' in options ? { memory: true } : options);
+  database = await openDatabase({ databaseUrl: await copyTemplate(inject('databaseUrl')) });
 });
 afterAll(() => database.close());
 
@@ -98,6 +91,9 @@ describe('importer', () => {
     expect(problems.map((p) => p.path)).toEqual(
       expect.arrayContaining(['organization.string_id', 'users[2].role', 'users[3].api_key']),
     );
+    // References are checked in the same pass, among the rows that are otherwise valid.
+    expect(problems).toContainEqual({ path: 'channels[0].subscribers[4]', message: 'no user with e-mail nobody@lighthouse.example in the file' });
+    expect(problems).toContainEqual({ path: 'messages[0].attachment_ids[0]', message: 'no attachment with id 999 in the file' });
     const second = parseOrganizationFile({ ...bad, organization: { ...bad.organization, string_id: 'ok' }, users: bad.users.map((u: any) => ({ ...u, role: 400, api_key: undefined })) });
     expect(second.ok ? [] : second.problems).toEqual([
       { path: 'users[7].email', message: 'duplicate e-mail address (ignoring case)' },
@@ -109,39 +105,4 @@ describe('importer', () => {
     ]);
     expect(await rowCounts()).toEqual(before);
   });
-});
-
-describe('cli', () => {
-  let dataDir: string;
-  beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'teamchat-cli-'));
-  });
-  afterAll(() => rm(dataDir, { recursive: true, force: true }));
-
-  const cli = (...args: string[]) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir };
-    delete env.DATABASE_URL;
-    return run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env }).then(
-      ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
-      (error) => ({ code: error.code as number, stdout: error.stdout as string, stderr: error.stderr as string }),
-    );
-  };
-
-  test('imports a file, prints id and string_id; refuses a bad file listing its problems', async () => {
-    const good = join(dataDir, 'good.json');
-    await writeFile(good, JSON.stringify(exampleOrganization()));
-    expect(await cli('import', good)).toEqual({ code: 0, stdout: '7 lighthouse\n', stderr: '' });
-
-    const bad = join(dataDir, 'bad.json');
-    await writeFile(bad, JSON.stringify({ organization: { string_id: 'x' }, users: [{ email: 'nope' }] }));
-    const refused = await cli('import', bad);
-    expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('organization.name:');
-    expect(refused.stderr).toContain('users[0].email: is not a valid e-mail address');
-    expect(refused.stderr).toContain('users[0].full_name:');
-
-    const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
-    expect(created.stdout).toMatch(/^Created user \d+\. API key \(shown once\): [A-Za-z0-9]{32}\n$/);
-    expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
-  }, 120_000);
 });

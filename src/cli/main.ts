@@ -1,83 +1,156 @@
-// Administrator command line: npm run cli -- <command> [options]
+// Administrator command line: npm run cli -- <command> [options]. It works while the server runs
+// (same database) and, on the embedded database with the server down, starts PostgreSQL itself.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { DataDirInUseError, databaseOptionsFor, openDatabase, type Database } from '../db/database.js';
+import { databaseOptionsFor, openDatabase, type Database } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { createUser, resetApiKey } from '../import/users.js';
+import { StartupError } from '../startup-error.js';
 
-const USAGE = `Usage: npm run cli -- <command>
-  import <file.json> [--replace]                                   create an organization from an import file
-  create-user --org <string_id> --email <e> --name <n> [--role 400]  prints the new user's API key
-  reset-api-key --org <string_id> --email <e>                       prints a new API key
-  list-organizations`;
+type Values = Record<string, string | boolean | undefined>;
 
-type Command = (database: Database, positionals: string[], values: Record<string, string | boolean | undefined>) => Promise<void>;
+interface Command {
+  usage: string;
+  summary: string;
+  /** Options that must be given (named in the error when missing). */
+  required: string[];
+  /** How many file arguments the command takes. */
+  positionals: number;
+  run(database: Database, positionals: string[], values: Values): Promise<void>;
+}
 
 const commands: Record<string, Command> = {
-  async import(database, [path], values) {
-    if (!path) throw new DomainError(USAGE);
-    let json: unknown;
-    try {
-      json = JSON.parse(await readFile(path, 'utf8'));
-    } catch (error) {
-      throw new DomainError(`${path}: ${(error as Error).message}`);
-    }
-    const parsed = parseOrganizationFile(json);
-    if (!parsed.ok) throw new DomainError(parsed.problems.map((p) => `${p.path}: ${p.message}`).join('\n'));
-    const imported = await importOrganization(database.prisma, parsed.value, { replace: values.replace === true });
-    console.log(`${imported.id} ${imported.stringId}`);
+  import: {
+    usage: 'import <file.json> [--replace]',
+    summary: 'create an organization from an import file (docs/contract/organization-import.md); --replace drops one with the same string_id first',
+    required: [],
+    positionals: 1,
+    async run(database, [path], values) {
+      const imported = await importOrganization(database.prisma, await readImportFile(path!), { replace: values.replace === true });
+      console.log(`${imported.id} ${imported.stringId}`);
+    },
   },
-  async 'create-user'(database, _positionals, values) {
-    const { id, apiKey } = await createUser(database.prisma, {
-      organizationStringId: String(values.org ?? ''),
-      email: String(values.email ?? ''),
-      fullName: String(values.name ?? ''),
-      role: Number(values.role ?? 400),
-    });
-    console.log(`Created user ${id}. API key (shown once): ${apiKey}`);
+  'create-user': {
+    usage: 'create-user --org <string_id> --email <address> --name "<full name>" [--role 400]',
+    summary: 'create an account and print its API key (roles: 100 owner, 200 administrator, 300 moderator, 400 member, 600 guest)',
+    required: ['org', 'email', 'name'],
+    positionals: 0,
+    async run(database, _positionals, values) {
+      const { id, apiKey } = await createUser(database.prisma, {
+        organizationStringId: String(values.org),
+        email: String(values.email),
+        fullName: String(values.name),
+        role: Number(values.role ?? 400),
+      });
+      console.log(`Created user ${id}. API key (shown once): ${apiKey}`);
+    },
   },
-  async 'reset-api-key'(database, _positionals, values) {
-    console.log(await resetApiKey(database.prisma, String(values.org ?? ''), String(values.email ?? '')));
+  'reset-api-key': {
+    usage: 'reset-api-key --org <string_id> --email <address>',
+    summary: 'give an account a new API key and print it (the old key stops working)',
+    required: ['org', 'email'],
+    positionals: 0,
+    async run(database, _positionals, values) {
+      console.log(await resetApiKey(database.prisma, String(values.org), String(values.email)));
+    },
   },
-  async 'list-organizations'(database) {
-    const orgs = await database.prisma.organization.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { users: true } } } });
-    for (const o of orgs) console.log(`${o.id}\t${o.stringId}\t${o.name}\t${o._count.users} users${o.deactivated ? '\tdeactivated' : ''}`);
+  'list-organizations': {
+    usage: 'list-organizations',
+    summary: 'id, string_id, name and number of users of every organization',
+    required: [],
+    positionals: 0,
+    async run(database) {
+      const orgs = await database.prisma.organization.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { users: true } } } });
+      for (const o of orgs) console.log(`${o.id}\t${o.stringId}\t${o.name}\t${o._count.users} users${o.deactivated ? '\tdeactivated' : ''}`);
+    },
   },
 };
 
-async function main(): Promise<number> {
-  const { positionals, values } = parseArgs({
-    allowPositionals: true,
-    options: {
-      replace: { type: 'boolean' },
-      org: { type: 'string' },
-      email: { type: 'string' },
-      name: { type: 'string' },
-      role: { type: 'string' },
-    },
-  });
-  const [name, ...rest] = positionals;
-  const command = name ? commands[name] : undefined;
-  if (!command) {
-    console.error(USAGE);
-    return 2;
-  }
-  const database = await openDatabase(databaseOptionsFor(loadConfig()));
+const OPTIONS = {
+  replace: { type: 'boolean' },
+  org: { type: 'string' },
+  email: { type: 'string' },
+  name: { type: 'string' },
+  role: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function usage(): string {
+  const lines = Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`);
+  return `Usage: npm run cli -- <command> [options]\n\nCommands:\n${lines.join('\n')}\n  help [command]\n      this text, or one command's\n`;
+}
+
+const commandUsage = (name: string) => `Usage: npm run cli -- ${commands[name]!.usage}\n  ${commands[name]!.summary}\n`;
+
+class UsageError extends Error {}
+
+async function readImportFile(path: string) {
+  let json: unknown;
   try {
-    await command(database, rest, values);
+    json = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new DomainError(`${path}: ${(error as Error).message}`);
+  }
+  const parsed = parseOrganizationFile(json);
+  if (!parsed.ok) {
+    const lines = parsed.problems.map((p) => `  ${p.path}: ${p.message}`);
+    throw new DomainError(`${path} has ${parsed.problems.length} problem(s); nothing was imported:\n${lines.join('\n')}`);
+  }
+  return parsed.value;
+}
+
+/** The command to run with its arguments, or the text to print (help). */
+function interpret(argv: string[]): { help: string } | { command: Command; positionals: string[]; values: Values } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [name, ...positionals] = parsed.positionals;
+  if (name === 'help' || (parsed.values.help && !name)) {
+    const topic = name === 'help' ? positionals[0] : undefined;
+    if (topic && !commands[topic]) throw new UsageError(`Unknown command "${topic}".`);
+    return { help: topic ? commandUsage(topic) : usage() };
+  }
+  if (!name) throw new UsageError('No command given.');
+  const command = commands[name];
+  if (!command) throw new UsageError(`Unknown command "${name}".`);
+  if (parsed.values.help) return { help: commandUsage(name) };
+  const missing = command.required.filter((option) => parsed.values[option as keyof typeof parsed.values] === undefined);
+  if (missing.length) throw new UsageError(`${name}: missing ${missing.map((m) => `--${m}`).join(', ')}.\n${commandUsage(name)}`);
+  if (positionals.length !== command.positionals) {
+    throw new UsageError(`${name}: expected ${command.positionals} argument(s), got ${positionals.length}.\n${commandUsage(name)}`);
+  }
+  return { command, positionals, values: parsed.values };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const request = interpret(argv);
+  if ('help' in request) {
+    process.stdout.write(request.help);
+    return 0;
+  }
+  const database = await openDatabase(databaseOptionsFor(loadConfig(), 'tool', (line) => console.error(line)));
+  try {
+    await request.command.run(database, request.positionals, request.values);
     return 0;
   } finally {
     await database.close();
   }
 }
 
-main().then(
+main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
-    if (!(error instanceof DomainError || error instanceof DataDirInUseError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')) throw error;
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\nRun \`npm run cli -- help\` for the list of commands.`);
+      process.exit(2);
+    }
+    if (!(error instanceof DomainError || error instanceof StartupError)) throw error;
     console.error(error.message);
     process.exit(1);
   },

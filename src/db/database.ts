@@ -1,99 +1,162 @@
-// Opens the database: real PostgreSQL when a URL is given, otherwise embedded PGlite on disk (or in
-// memory for tests). Migrations are applied before the client is handed out.
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
+// Opens the database, always PostgreSQL: the server named by DATABASE_URL, or the embedded one under
+// DATA_DIR. Migrations are applied before the client is handed out.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import lockfile from 'proper-lockfile';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
-import { applyMigrations, applyMigrationsAndDisconnect } from './migrations.js';
+import { StartupError } from '../startup-error.js';
+import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
+import { applyMigrationsAndDisconnect } from './migrations.js';
 
 export type Prisma = PrismaClient;
 
 export interface Database {
   prisma: PrismaClient;
-  kind: 'postgres' | 'pglite';
+  kind: 'external' | 'embedded';
+  /** The connection string in use (for the embedded database: its Unix socket). */
+  url: string;
   close(): Promise<void>;
 }
 
 export type DatabaseOptions =
-  | { databaseUrl: string }
-  | { dataDir: string }
-  /** In-memory PGlite, optionally started from a dumped data directory (tests). */
-  | { memory: true; loadDataDir?: Blob };
+  | { databaseUrl: string; waitSeconds?: number; log?: (line: string) => void }
+  /**
+   * The embedded PostgreSQL under dataDir. The server owns it (one server per data directory; it
+   * stops PostgreSQL when it stops); a tool only borrows it, and stops it afterwards only when it
+   * started it and no server has come up meanwhile.
+   */
+  | { dataDir: string; owner: 'server' | 'tool'; tcpPort?: number; log?: (line: string) => void };
 
-export function databaseOptionsFor(config: Config): DatabaseOptions {
-  return config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir };
+export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log?: (line: string) => void): DatabaseOptions {
+  return config.databaseUrl
+    ? { databaseUrl: config.databaseUrl, waitSeconds: config.databaseWaitSeconds, log }
+    : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, log };
 }
 
-// Any constant shared by every process of this application.
+// Constants shared by every process of this application.
 const MIGRATION_LOCK_KEY = 7_294_015_331;
+const SERVER_LOCK_KEY = 7_294_015_332;
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if ('databaseUrl' in options) return openPostgres(options.databaseUrl);
-  if ('dataDir' in options) return openPgliteOnDisk(options.dataDir);
-  return openPglite(new PGlite({ loadDataDir: options.loadDataDir }), async () => {});
+  if ('databaseUrl' in options) {
+    await waitForPostgres(options.databaseUrl, options.waitSeconds ?? 0, options.log ?? (() => {}));
+    return openPostgres(options.databaseUrl, 'external', async () => {});
+  }
+  return openEmbedded(options);
 }
 
-async function openPostgres(connectionString: string): Promise<Database> {
-  await migratePostgresOnce(connectionString);
+async function openPostgres(connectionString: string, kind: Database['kind'], afterClose: () => Promise<void>): Promise<Database> {
+  await migrateOnce(connectionString);
   const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString }) });
-  return { prisma, kind: 'postgres', close: () => prisma.$disconnect() };
-}
-
-/** Several server processes may start at once: an advisory lock lets one of them migrate at a time. */
-async function migratePostgresOnce(connectionString: string): Promise<void> {
-  const lockClient = new pg.Client({ connectionString });
-  await lockClient.connect();
-  try {
-    await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
-  } finally {
-    await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await lockClient.end();
-  }
-}
-
-export class DataDirInUseError extends Error {}
-
-/** PGlite takes no lock of its own; two processes on one data directory silently lose writes. */
-async function openPgliteOnDisk(dataDir: string): Promise<Database> {
-  await mkdir(dataDir, { recursive: true });
-  let release: () => Promise<void>;
-  try {
-    release = await lockfile.lock(dataDir, { lockfilePath: join(dataDir, '.lock'), stale: 15_000, update: 5_000 });
-  } catch {
-    throw new DataDirInUseError(
-      `The embedded database in ${dataDir} is in use by another process (is the server running?). ` +
-        'Stop it first, or point DATA_DIR elsewhere.',
-    );
-  }
-  return openPglite(new PGlite(join(dataDir, 'pgdata')), release);
-}
-
-async function openPglite(pglite: PGlite, release: () => Promise<void>): Promise<Database> {
-  await pglite.waitReady;
-  await applyMigrations(new PrismaPGlite(pglite));
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   return {
     prisma,
-    kind: 'pglite',
+    kind,
+    url: connectionString,
     async close() {
       await prisma.$disconnect();
-      await pglite.close();
-      await release();
+      await afterClose();
     },
   };
 }
 
-/** Dumps a freshly migrated in-memory database, so tests pay for initdb and migrations once. */
-export async function migratedTemplate(): Promise<Blob> {
-  const pglite = new PGlite();
-  await applyMigrations(new PrismaPGlite(pglite));
-  const dump = await pglite.dumpDataDir('none');
-  await pglite.close();
-  return dump;
+/** Several server processes may start at once: an advisory lock lets one of them migrate at a time. */
+async function migrateOnce(connectionString: string): Promise<void> {
+  await withClient(connectionString, async (client) => {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
+  });
+}
+
+async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ENOENT', '57P03']);
+
+/** For the start-up banner: where the data is, without the password. */
+export function describeDatabase(database: Database): string {
+  const url = new URL(database.url);
+  const socket = url.searchParams.get('host');
+  if (database.kind === 'embedded') {
+    return `embedded PostgreSQL, socket in ${socket ?? `127.0.0.1:${url.port}`} (psql -h ${socket ?? `127.0.0.1 -p ${url.port}`} -U ${url.username} ${url.pathname.slice(1)})`;
+  }
+  return describe(database.url);
+}
+
+function describe(url: string): string {
+  const parsed = new URL(url);
+  return `PostgreSQL at ${decodeURIComponent(parsed.hostname || 'localhost')}:${parsed.port || 5432}/${parsed.pathname.slice(1)}`;
+}
+
+/** Waits for PostgreSQL to accept connections, saying so on every try; refusals that waiting cannot fix fail at once. */
+export async function waitForPostgres(url: string, waitSeconds: number, log: (line: string) => void): Promise<void> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await withClient(url, (client) => client.query('SELECT 1'));
+      return;
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      const reason = (error as Error).message || code;
+      if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}`);
+      if (Date.now() + 2000 > deadline) {
+        throw new StartupError(`${describe(url)} is unreachable (${reason}); gave up after ${attempt} tries (DATABASE_WAIT_SECONDS=${waitSeconds}).`);
+      }
+      log(`${describe(url)} is unreachable (${reason}); trying again in 2 s (try ${attempt}).`);
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  }
+}
+
+async function openEmbedded(options: Extract<DatabaseOptions, { dataDir: string }>): Promise<Database> {
+  const embedded = await startEmbeddedPostgres(options.dataDir, { tcpPort: options.tcpPort, log: options.log });
+  try {
+    await createDatabaseIfMissing(embedded.url);
+    if (options.owner === 'tool') return await openPostgres(embedded.url, 'embedded', () => stopIfNoServer(embedded));
+    const serverLock = await takeServerLock(embedded, options.dataDir);
+    return await openPostgres(embedded.url, 'embedded', async () => {
+      await serverLock.end();
+      await embedded.stop();
+    });
+  } catch (error) {
+    if (embedded.startedHere) await embedded.stop();
+    throw error;
+  }
+}
+
+async function createDatabaseIfMissing(url: string): Promise<void> {
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  await withClient(maintenance.href, async (client) => {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+    if (!rowCount) await client.query(`CREATE DATABASE "${EMBEDDED_DATABASE}"`);
+  });
+}
+
+/**
+ * One server per embedded database: a session-level advisory lock, held on a connection of its own
+ * for the server's lifetime. It dies with its process, so a killed server never blocks a restart.
+ */
+async function takeServerLock(embedded: EmbeddedPostgres, dataDir: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: embedded.url, application_name: 'teamchat server lock' });
+  await client.connect();
+  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [SERVER_LOCK_KEY]);
+  if (rows[0]!.locked) return client;
+  await client.end();
+  throw new StartupError(`Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.`);
+}
+
+async function stopIfNoServer(embedded: EmbeddedPostgres): Promise<void> {
+  if (!embedded.startedHere) return;
+  const serverRunning = await withClient(embedded.url, async (client) => {
+    const { rows } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock($1) AS free', [SERVER_LOCK_KEY]);
+    return !rows[0]!.free;
+  });
+  if (!serverRunning) await embedded.stop();
 }

@@ -6,26 +6,27 @@ export interface ServerFacts {
   baseUrl: string;
   /** Where invitation e-mail goes (SMTP server or outbox directory); undefined: no worker. */
   mailDestination?: string;
-  embeddedDatabase: boolean;
+  /** Where the data lives, e.g. "embedded PostgreSQL in /srv/data/postgres". */
+  database: string;
 }
 
-export function startupBanner({ baseUrl, mailDestination, embeddedDatabase }: ServerFacts, demo: DemoOutcome): string {
+export function startupBanner({ baseUrl, mailDestination, database }: ServerFacts, demo: DemoOutcome): string {
   return [
     `Server listening on ${baseUrl}`,
     `  GraphiQL:  ${baseUrl}/graphql`,
     `  REST base: ${baseUrl}/api/v1`,
+    `  Database:  ${database}`,
     ...(mailDestination ? [`  E-mail:    ${mailDestination}`] : []),
     '',
-    ...(demo.created ? demoCreated(baseUrl, demo, embeddedDatabase) : demoSkipped(demo, embeddedDatabase)),
+    ...(demo.created ? demoCreated(baseUrl, demo) : demoSkipped(demo)),
   ].join('\n');
 }
 
 export const basicAuthorization = ({ email, apiKey }: Credentials) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
 
-const STOP_FIRST = '  (stop the server first: the embedded database accepts one process at a time)';
 const account = ({ email, apiKey }: Credentials) => `${email.padEnd(28)}API key: ${apiKey}`;
 
-function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true }>, embeddedDatabase: boolean): string[] {
+function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true }>): string[] {
   const { owner, member } = demo;
   return [
     `The database was empty: created the demo organization "${demo.name}" (string_id ${demo.stringId}).`,
@@ -33,7 +34,6 @@ function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true
     `  Member:  ${account(member)}`,
     `  Others:  ${DEMO_OTHER_ACCOUNTS.map((a) => `${a.email} (${a.role})`).join(', ')}`,
     'These keys are shown only now. To give any account a new key:',
-    ...(embeddedDatabase ? [STOP_FIRST] : []),
     `  npm run cli -- reset-api-key --org ${demo.stringId} --email <address>`,
     '',
     'Try the REST API:',
@@ -44,13 +44,12 @@ function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true
   ];
 }
 
-function demoSkipped(demo: Extract<DemoOutcome, { created: false }>, embeddedDatabase: boolean): string[] {
+function demoSkipped(demo: Extract<DemoOutcome, { created: false }>): string[] {
   const org = demo.example?.stringId ?? '<string_id>';
   const email = demo.example?.ownerEmail ?? '<email>';
   return [
     `The database already holds ${demo.organizations} organization(s): the demo organization was not created.`,
     'To get credentials, give a user a new API key (the old one stops working):',
-    ...(embeddedDatabase ? [STOP_FIRST] : []),
     '  npm run cli -- list-organizations',
     `  npm run cli -- reset-api-key --org ${org} --email ${email}`,
   ];

@@ -3,6 +3,7 @@
 import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
+import type { DomainError } from '../domain/errors.js';
 import type { GraphQLContext } from './context.js';
 
 function isIntrospectionOnly(document: DocumentNode, operationName?: string | null): boolean {
@@ -14,17 +15,19 @@ function isIntrospectionOnly(document: DocumentNode, operationName?: string | nu
   );
 }
 
+/** A domain error as a request-level GraphQL error; Yoga reads (and strips) the HTTP hints under extensions.http. */
+export function refusal(error: DomainError) {
+  return createGraphQLError(error.message, {
+    extensions: { code: error.code, ...error.data, http: { status: error.status, headers: error.headers } },
+  });
+}
+
 export function authPlugin(): Plugin<GraphQLContext> {
   return {
     onExecute({ args, setResultAndStopExecution }) {
       const context = args.contextValue as GraphQLContext;
       if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
-      const error = context.authError ?? notLoggedIn();
-      // Yoga's own error class: Yoga then reads (and strips) the HTTP hints under extensions.http.
-      const refusal = createGraphQLError(error.message, {
-        extensions: { code: error.code, ...error.data, http: { status: error.status, headers: error.headers } },
-      });
-      setResultAndStopExecution({ errors: [refusal] });
+      setResultAndStopExecution({ errors: [refusal(context.authError ?? notLoggedIn())] });
     },
   };
 }

@@ -1,15 +1,76 @@
-// Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth.
+// Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
+// limits, CSRF prevention, and the per-user rate limit counting every mutation field.
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
-import { createYoga } from 'graphql-yoga';
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
+import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
+import { createGraphQLError, createYoga, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
-import { authenticateRequest } from '../domain/auth/authenticate.js';
+import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
-import { authPlugin } from './auth-plugin.js';
+import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
+import { limitsPlugin, rootFieldCount } from './limits.js';
 import { schema } from './schema/index.js';
 
+/** Any one of these headers marks a request a browser could only send after a CORS preflight. */
+export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight'];
+
+/** Who is calling, known before the document is parsed (the limits depend on it). */
+interface ServerContext {
+  caller: { actor: Actor | null; authError: DomainError | null };
+}
+
+async function identifyCaller(app: AppContext, request: Request, clientAddress: string): Promise<ServerContext['caller']> {
+  const header = request.headers.get('authorization');
+  if (!header) return { actor: null, authError: null };
+  try {
+    return { actor: await authenticateRequest(app, header, clientAddress), authError: null };
+  } catch (error) {
+    if (error instanceof DomainError) return { actor: null, authError: error };
+    throw error;
+  }
+}
+
+/** GET never changes anything (mutations over GET are refused), so only other methods need the header. */
+function csrfPrevention(): Plugin {
+  const { onRequestParse } = useCSRFPrevention({ requestHeaders: CSRF_HEADERS });
+  return {
+    onRequestParse(payload) {
+      if (payload.request.method !== 'GET') return onRequestParse!(payload);
+    },
+  };
+}
+
+/** At most `max` mutation fields per operation; each one beyond the first counts as one more request. */
+function mutationFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLContext> {
+  return {
+    async onExecute({ args, setResultAndStopExecution }) {
+      const document = args.document as DocumentNode;
+      const operation = getOperationAST(document, args.operationName);
+      const actor = (args.contextValue as GraphQLContext).actor;
+      if (operation?.operation !== 'mutation' || !actor) return;
+      const fragments = Object.fromEntries(
+        document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
+      );
+      const fields = rootFieldCount(operation.selectionSet, fragments);
+      if (fields > max) {
+        setResultAndStopExecution({
+          errors: [createGraphQLError(`An operation may run at most ${max} mutation fields; this one has ${fields}.`, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } })],
+        });
+        return;
+      }
+      try {
+        if (fields > 1) await app.rateLimiter.hit(actor.id, fields - 1);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        setResultAndStopExecution({ errors: [refusal(error)] });
+      }
+    },
+  };
+}
+
 export function createGraphQLHandler(app: AppContext) {
-  return createYoga<Record<string, unknown>, GraphQLContext>({
+  const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
@@ -19,16 +80,22 @@ export function createGraphQLHandler(app: AppContext) {
       headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
       shouldPersistHeaders: true,
     },
-    plugins: [authPlugin()],
-    context: async ({ request }) => {
-      const header = request.headers.get('authorization');
-      if (!header) return newContext(app, null, null);
-      try {
-        return newContext(app, await authenticateRequest(app, header), null);
-      } catch (error) {
-        if (error instanceof DomainError) return newContext(app, null, error);
-        throw error;
-      }
-    },
+    // Cross-origin access is decided once for both doors (src/http/cross-origin.ts).
+    cors: false,
+    // The limits depend on the caller, so no validation result may be reused for another caller.
+    parserAndValidationCache: false,
+    plugins: [
+      csrfPrevention(),
+      limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
+      authPlugin(),
+      mutationFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
+    ],
+    context: ({ caller }) => newContext(app, caller.actor, caller.authError),
   });
+  return {
+    async handle(request: Request, clientAddress: string): Promise<Response> {
+      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: { actor: null, authError: null } });
+      return yoga.fetch(request, { caller: await identifyCaller(app, request, clientAddress) });
+    },
+  };
 }

@@ -134,11 +134,57 @@ export type ParseResult = { ok: true; value: OrganizationFile } | { ok: false; p
 
 export function parseOrganizationFile(input: unknown): ParseResult {
   const parsed = organizationFileSchema.safeParse(input);
-  if (!parsed.success) {
-    return { ok: false, problems: parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message })) };
+  if (parsed.success) {
+    const problems = crossReferenceProblems(parsed.data, knownNames(parsed.data));
+    return problems.length ? { ok: false, problems } : { ok: true, value: parsed.data };
   }
-  const problems = crossReferenceProblems(parsed.data);
-  return problems.length ? { ok: false, problems } : { ok: true, value: parsed.data };
+  const fieldProblems = parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
+  return { ok: false, problems: [...fieldProblems, ...referenceProblemsOfValidRows(input, parsed.error.issues)] };
+}
+
+type Section = Exclude<keyof OrganizationFile, 'organization'>;
+const SECTIONS: Section[] = ['users', 'channels', 'user_groups', 'custom_emoji', 'attachments', 'messages'];
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Every problem at once: when some rows are invalid, the references of the valid ones are still
+ * checked, against every name the file declares (an invalid user row still declares its e-mail).
+ */
+function referenceProblemsOfValidRows(input: unknown, issues: { path: PropertyKey[] }[]): Problem[] {
+  if (!isRecord(input)) return [];
+  const bad = new Set(issues.map((i) => `${String(i.path[0])}[${String(i.path[1])}]`));
+  const cleaned: Record<string, unknown> = { ...input };
+  const originalIndex = new Map<Section, number[]>();
+  for (const section of SECTIONS) {
+    const rows = Array.isArray(input[section]) ? (input[section] as unknown[]) : [];
+    const kept = rows.map((_, i) => i).filter((i) => !bad.has(`${section}[${i}]`));
+    originalIndex.set(section, kept);
+    cleaned[section] = kept.map((i) => rows[i]);
+  }
+  if (issues.some((i) => i.path[0] === 'organization')) cleaned.organization = { string_id: 'placeholder', name: 'placeholder' };
+  const valid = organizationFileSchema.safeParse(cleaned);
+  if (!valid.success) return [];
+  const at = (section: Section, i: number) => `${section}[${originalIndex.get(section)![i]}]`;
+  return crossReferenceProblems(valid.data, knownNames(input as OrganizationFileInput), at);
+}
+
+interface KnownNames {
+  emails: Set<string>;
+  groups: Set<string>;
+  channels: Set<string>;
+  attachmentIds: Set<number>;
+}
+
+/** What the file declares, read leniently (rows may be invalid otherwise). */
+function knownNames(file: OrganizationFileInput): KnownNames {
+  const values = <T>(rows: unknown, key: string, type: 'string' | 'number') =>
+    (Array.isArray(rows) ? rows : []).filter(isRecord).map((row) => row[key]).filter((v): v is T => typeof v === type);
+  return {
+    emails: new Set(values<string>(file.users, 'email', 'string').map((e) => e.trim().toLowerCase())),
+    groups: new Set(values<string>(file.user_groups, 'name', 'string').map((n) => n.trim())),
+    channels: new Set(values<string>(file.channels, 'name', 'string').map((n) => n.trim())),
+    attachmentIds: new Set(values<number>(file.attachments, 'id', 'number')),
+  };
 }
 
 function formatPath(path: PropertyKey[]): string {
@@ -156,13 +202,13 @@ function reportDuplicates<T>(rows: T[], keyOf: (row: T) => string | undefined, r
   });
 }
 
-function crossReferenceProblems(file: OrganizationFile): Problem[] {
+function crossReferenceProblems(
+  file: OrganizationFile,
+  { emails, groups, channels, attachmentIds }: KnownNames,
+  at: (section: Section, index: number) => string = (section, i) => `${section}[${i}]`,
+): Problem[] {
   const problems: Problem[] = [];
   const add = (path: string, message: string) => problems.push({ path, message });
-  const emails = new Set(file.users.map((u) => u.email.toLowerCase()));
-  const groups = new Set(file.user_groups.map((g) => g.name));
-  const channels = new Set(file.channels.map((c) => c.name));
-  const attachmentIds = new Set(file.attachments.map((a) => a.id).filter((x) => x !== undefined));
 
   const checkUser = (path: string, value: string) => emails.has(value.toLowerCase()) || add(path, `no user with e-mail ${value} in the file`);
   const checkGroupName = (path: string, value: string) =>
@@ -173,13 +219,13 @@ function crossReferenceProblems(file: OrganizationFile): Problem[] {
     value.direct_subgroups.forEach((g, i) => checkGroupName(`${path}.direct_subgroups[${i}]`, g));
   };
 
-  reportDuplicates(file.users, (u) => u.email.toLowerCase(), (i) => add(`users[${i}].email`, 'duplicate e-mail address (ignoring case)'));
-  reportDuplicates(file.channels, (c) => c.name, (i) => add(`channels[${i}].name`, 'duplicate channel name'));
-  reportDuplicates(file.user_groups, (g) => g.name, (i) => add(`user_groups[${i}].name`, 'duplicate user group name'));
-  reportDuplicates(file.custom_emoji, (e) => (e.deactivated ? undefined : e.name), (i) => add(`custom_emoji[${i}].name`, 'duplicate name among active emoji'));
-  for (const section of ['users', 'channels', 'user_groups', 'custom_emoji', 'attachments', 'messages'] as const) {
+  reportDuplicates(file.users, (u) => u.email.toLowerCase(), (i) => add(`${at('users', i)}.email`, 'duplicate e-mail address (ignoring case)'));
+  reportDuplicates(file.channels, (c) => c.name, (i) => add(`${at('channels', i)}.name`, 'duplicate channel name'));
+  reportDuplicates(file.user_groups, (g) => g.name, (i) => add(`${at('user_groups', i)}.name`, 'duplicate user group name'));
+  reportDuplicates(file.custom_emoji, (e) => (e.deactivated ? undefined : e.name), (i) => add(`${at('custom_emoji', i)}.name`, 'duplicate name among active emoji'));
+  for (const section of SECTIONS) {
     const rows: { id?: number }[] = file[section];
-    reportDuplicates(rows, (r) => (r.id === undefined ? undefined : String(r.id)), (i) => add(`${section}[${i}].id`, 'duplicate id'));
+    reportDuplicates(rows, (r) => (r.id === undefined ? undefined : String(r.id)), (i) => add(`${at(section, i)}.id`, 'duplicate id'));
   }
 
   const org = file.organization;
@@ -187,29 +233,29 @@ function crossReferenceProblems(file: OrganizationFile): Problem[] {
     checkSetting(`organization.${key}`, org[key]);
   }
   file.users.forEach((u, i) => {
-    if (!u.is_bot && u.bot_type !== null) add(`users[${i}].bot_type`, 'only bots have a bot_type');
+    if (!u.is_bot && u.bot_type !== null) add(`${at('users', i)}.bot_type`, 'only bots have a bot_type');
   });
   file.channels.forEach((c, i) => {
-    c.subscribers.forEach((s, j) => checkUser(`channels[${i}].subscribers[${j}]`, s));
+    c.subscribers.forEach((s, j) => checkUser(`${at('channels', i)}.subscribers[${j}]`, s));
     for (const key of ['can_add_subscribers_group', 'can_subscribe_group', 'can_administer_channel_group'] as const) {
-      checkSetting(`channels[${i}].${key}`, c[key]);
+      checkSetting(`${at('channels', i)}.${key}`, c[key]);
     }
   });
   file.user_groups.forEach((g, i) => {
-    g.members.forEach((m, j) => checkUser(`user_groups[${i}].members[${j}]`, m));
-    g.subgroups.forEach((s, j) => groups.has(s) || add(`user_groups[${i}].subgroups[${j}]`, `no user group named ${s}`));
-    checkSetting(`user_groups[${i}].can_add_members_group`, g.can_add_members_group);
-    checkSetting(`user_groups[${i}].can_manage_group`, g.can_manage_group);
+    g.members.forEach((m, j) => checkUser(`${at('user_groups', i)}.members[${j}]`, m));
+    g.subgroups.forEach((s, j) => groups.has(s) || add(`${at('user_groups', i)}.subgroups[${j}]`, `no user group named ${s}`));
+    checkSetting(`${at('user_groups', i)}.can_add_members_group`, g.can_add_members_group);
+    checkSetting(`${at('user_groups', i)}.can_manage_group`, g.can_manage_group);
   });
   for (const name of subgroupCycle(file)) add(`user_groups`, `subgroups form a cycle through ${name}`);
-  file.custom_emoji.forEach((e, i) => e.author !== null && checkUser(`custom_emoji[${i}].author`, e.author));
-  file.attachments.forEach((a, i) => checkUser(`attachments[${i}].owner`, a.owner));
+  file.custom_emoji.forEach((e, i) => e.author !== null && checkUser(`${at('custom_emoji', i)}.author`, e.author));
+  file.attachments.forEach((a, i) => checkUser(`${at('attachments', i)}.owner`, a.owner));
   file.messages.forEach((m, i) => {
-    checkUser(`messages[${i}].sender`, m.sender);
-    if ((m.channel === undefined) === (m.to === undefined)) add(`messages[${i}]`, 'needs exactly one of channel and to');
-    if (m.channel !== undefined && !channels.has(m.channel)) add(`messages[${i}].channel`, `no channel named ${m.channel}`);
-    m.to?.forEach((t, j) => checkUser(`messages[${i}].to[${j}]`, t));
-    m.attachment_ids.forEach((a, j) => attachmentIds.has(a) || add(`messages[${i}].attachment_ids[${j}]`, `no attachment with id ${a} in the file`));
+    checkUser(`${at('messages', i)}.sender`, m.sender);
+    if ((m.channel === undefined) === (m.to === undefined)) add(`${at('messages', i)}`, 'needs exactly one of channel and to');
+    if (m.channel !== undefined && !channels.has(m.channel)) add(`${at('messages', i)}.channel`, `no channel named ${m.channel}`);
+    m.to?.forEach((t, j) => checkUser(`${at('messages', i)}.to[${j}]`, t));
+    m.attachment_ids.forEach((a, j) => attachmentIds.has(a) || add(`${at('messages', i)}.attachment_ids[${j}]`, `no attachment with id ${a} in the file`));
   });
   return problems;
 }

@@ -70,9 +70,14 @@ export function json<T>(check: JsonCheck<T>): ParamSpec<T> {
   };
 }
 
-export function text(options: { maxLength?: number } = {}): ParamSpec<string> {
+/** Decision 10: PostgreSQL text cannot hold U+0000. */
+export const nulRefusal = (name: string) => new DomainError(`${name} contains NULL (0x00) characters.`);
+
+/** Raw text; NUL characters are refused unless `allowNul` (a value checked piece by piece later). */
+export function text(options: { maxLength?: number; allowNul?: boolean } = {}): ParamSpec<string> {
   return {
     read(raw, name) {
+      if (!options.allowNul && raw.includes('\0')) throw nulRefusal(name);
       if (options.maxLength !== undefined && [...raw].length > options.maxLength) {
         fail(`${name} is too long (limit: ${options.maxLength} characters)`);
       }

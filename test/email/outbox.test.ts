@@ -12,6 +12,7 @@ import { OutboxWorker } from '../../src/domain/email/worker.js';
 import type { RunningServer } from '../../src/server.js';
 import { createInvitation, createInvitations, uniqueEmail } from '../support/invitations.js';
 import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
+import { testDatabaseUrl } from '../support/server.js';
 import { createWorld } from '../support/world.js';
 import { graphql } from '../generated/gql.js';
 import { gql } from '../support/graphql.js';
@@ -153,9 +154,9 @@ test('a refused delivery is retried; after maxAttempts refusals the e-mail is FA
 
 test('two workers on one database deliver every e-mail exactly once', async () => {
   const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { batchSize: 3 } });
-  // On PostgreSQL the second worker is another connection pool, as a second server process would be.
-  const second = process.env.DATABASE_URL ? await openDatabase({ databaseUrl: process.env.DATABASE_URL }) : null;
-  const otherWorker = new OutboxWorker(second?.prisma ?? server.app.prisma, createMailTransport(server.app.config), { batchSize: 3 });
+  // The second worker has a connection pool of its own on the server's database, as a second server process would.
+  const second = await openDatabase({ databaseUrl: await testDatabaseUrl() });
+  const otherWorker = new OutboxWorker(second.prisma, createMailTransport(server.app.config), { batchSize: 3 });
   try {
     const world = await createWorld(server.app.prisma);
     const invitations = await createInvitations(
@@ -174,7 +175,7 @@ test('two workers on one database deliver every e-mail exactly once', async () =
     expect(rows.map((r) => r.attempts)).toEqual(invitations.map(() => 1));
   } finally {
     await otherWorker.stop();
-    await second?.close();
+    await second.close();
     await server.close();
   }
 });

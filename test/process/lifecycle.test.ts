@@ -1,56 +1,141 @@
-// The server as a newcomer runs it: `tsx src/main.ts` on an embedded data directory.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+// The server as users and process managers run it: one `node` process over the embedded PostgreSQL
+// under DATA_DIR. Start-up failures are one line and exit status 1, before anything is written.
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { listeningUrl, startServerProcess, stopServerProcess, waitForOutput } from '../support/process.js';
 
-let dataDir: string;
+let scratch: string;
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'teamchat-lifecycle-'));
+  scratch = await mkdtemp(join(tmpdir(), 'tc-lifecycle-'));
+  // As root the embedded PostgreSQL runs as the postgres user, which must be able to pass through.
+  await chmod(scratch, 0o711);
 });
-afterAll(() => rm(dataDir, { recursive: true, force: true }));
+afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
+const freshDataDir = () => mkdtemp(join(scratch, 'data-'));
+
+async function postmasterPid(dataDir: string): Promise<number | undefined> {
+  const content = await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').catch(() => undefined);
+  return content ? Number(content.split('\n')[0]) : undefined;
 }
 
-function startMain(port: number): Started {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' };
-  delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function waitForOutput(started: Started, pattern: RegExp): Promise<void> {
-  for (let i = 0; i < 600 && !pattern.test(started.output()); i++) {
-    if (started.child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
   }
-  expect(started.output()).toMatch(pattern);
+  return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+};
+
+/** A stopped PostgreSQL removes its postmaster.pid just before its process ends. */
+async function expectGone(pid: number) {
+  for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  expect(alive(pid)).toBe(false);
 }
 
-test('a second server on the same data directory is refused; SIGTERM exits cleanly and releases it', async () => {
-  const first = startMain(0);
-  await waitForOutput(first, /Server listening on (http:\/\/\S+)/);
-  const url = /Server listening on (http:\/\/\S+)/.exec(first.output())![1];
-  expect((await fetch(`${url}/health`)).status).toBe(200);
+const health = (url: string) => fetch(`${url}/health`).then((r) => r.status);
 
-  const second = startMain(0);
-  expect(await second.exited).toBe(1);
-  expect(second.output()).toContain(`The embedded database in ${dataDir} is in use by another process`);
+describe('the embedded PostgreSQL', () => {
+  test('SIGTERM drains and stops the server and its PostgreSQL; a second server on the data directory is refused', async () => {
+    const dataDir = await freshDataDir();
+    const first = startServerProcess({ DATA_DIR: dataDir });
+    const url = await listeningUrl(first);
+    expect(await health(url)).toBe(200);
+    const postgres = (await postmasterPid(dataDir))!;
+    expect(alive(postgres)).toBe(true);
 
-  first.child.kill('SIGTERM');
-  expect(await first.exited).toBe(0);
+    const second = startServerProcess({ DATA_DIR: dataDir });
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toContain(`Cannot start: Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.\n`);
+    expect(await health(url)).toBe(200);
 
-  const third = startMain(0);
-  await waitForOutput(third, /Server listening on/);
-  third.child.kill('SIGTERM');
-  expect(await third.exited).toBe(0);
-}, 120_000);
+    await stopServerProcess(first);
+    await expectGone(postgres);
+    expect(await postmasterPid(dataDir)).toBeUndefined();
+  }, 120_000);
+
+  test('after a SIGKILL of the server, the next start reuses its orphaned PostgreSQL at once, data intact', async () => {
+    const dataDir = await freshDataDir();
+    const first = startServerProcess({ DATA_DIR: dataDir });
+    await waitForOutput(first, /then run \{ me \{ email role \} \}/);
+    const postgres = (await postmasterPid(dataDir))!;
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(alive(postgres)).toBe(true);
+
+    const second = startServerProcess({ DATA_DIR: dataDir });
+    const url = await listeningUrl(second);
+    expect(second.output()).toContain(`Reusing the embedded PostgreSQL already running on ${dataDir}/postgres (pid ${postgres}).`);
+    expect(second.output()).toContain('The database already holds 1 organization(s)');
+    expect(await health(url)).toBe(200);
+    await stopServerProcess(second);
+    await expectGone(postgres);
+  }, 120_000);
+});
+
+describe('start-up failures: one line, exit status 1, nothing written', () => {
+  async function refused(env: NodeJS.ProcessEnv): Promise<string> {
+    const started = startServerProcess(env);
+    expect(await started.exited).toBe(1);
+    return started.output();
+  }
+
+  test('port in use', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    const dataDir = join(scratch, 'never-created');
+    try {
+      expect(await refused({ DATA_DIR: dataDir, PORT: String(port) })).toBe(`Cannot start: Port ${port} is already in use on 127.0.0.1: stop what runs there, or set PORT.\n`);
+      await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+    } finally {
+      blocker.close();
+    }
+  });
+
+  test('data directory that cannot be a folder', async () => {
+    expect(await refused({ DATA_DIR: '/etc/passwd/data' })).toBe('Cannot start: DATA_DIR /etc/passwd/data is not a writable folder (ENOTDIR): set DATA_DIR elsewhere.\n');
+  });
+
+  test('malformed DATABASE_URL', async () => {
+    expect(await refused({ DATABASE_URL: 'localhost:5432' })).toBe('Cannot start: DATABASE_URL must start with postgresql:// (got localhost://...)\n');
+    expect(await refused({ DATABASE_URL: 'not a url' })).toBe('Cannot start: DATABASE_URL is not a URL: expected postgresql://user:password@host:5432/database\n');
+  });
+
+  test('unreachable PostgreSQL: a message per try, then exit', async () => {
+    const dataDir = await freshDataDir();
+    const output = await refused({ DATA_DIR: dataDir, DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/teamchat', DATABASE_WAIT_SECONDS: '3' });
+    const lines = output.trim().split('\n');
+    expect(lines.slice(0, -1).length).toBeGreaterThanOrEqual(1);
+    for (const line of lines.slice(0, -1)) expect(line).toMatch(/^PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable \(connect ECONNREFUSED 127\.0\.0\.1:1\); trying again in 2 s \(try \d\)\.$/);
+    expect(lines.at(-1)).toMatch(/^Cannot start: PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable .*gave up after \d tries \(DATABASE_WAIT_SECONDS=3\)\.$/);
+    expect(await readdir(dataDir)).toEqual([]);
+  }, 30_000);
+});
+
+test('`npm start`: SIGTERM to the PID it started stops the server and PostgreSQL, nothing left running', async () => {
+  const dataDir = await freshDataDir();
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' };
+  delete env.DATABASE_URL;
+  const npm = spawn('npm', ['start', '--silent'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  npm.stdout.on('data', (chunk) => (output += chunk));
+  npm.stderr.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => npm.on('exit', resolve));
+  for (let i = 0; i < 900 && !/Server listening on (http:\/\/\S+)/.test(output); i++) await new Promise((r) => setTimeout(r, 100));
+  const url = /Server listening on (http:\/\/\S+)/.exec(output)![1]!;
+  expect(await health(url)).toBe(200);
+  const postgres = (await postmasterPid(dataDir))!;
+
+  npm.kill('SIGTERM');
+  await exited;
+  await expectGone(postgres);
+  await expect(health(url)).rejects.toThrow();
+  expect(output).toContain('SIGTERM received: finishing requests in flight, then exiting.');
+}, 180_000);

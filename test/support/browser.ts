@@ -1,16 +1,15 @@
-// Headless Chromium for browser tests, driven by playwright-core (never `npx playwright install`:
-// CI and the machines use Debian's chromium package).
-import { existsSync } from 'node:fs';
+// Headless Chromium for browser tests, driven by playwright-core. The browser comes from the npm
+// package @sparticuz/chromium (nothing to install beyond `npm install`); CHROMIUM_PATH overrides it.
+import chromiumBinary from '@sparticuz/chromium';
 import { chromium, type Browser } from 'playwright-core';
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+async function executablePath(): Promise<string> {
+  return process.env.CHROMIUM_PATH || (await chromiumBinary.executablePath());
+}
 
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`Browser tests need Chromium at ${CHROMIUM_PATH} (Debian: apt-get install -y chromium), or set CHROMIUM_PATH.`);
-  }
   return chromium.launch({
-    executablePath: CHROMIUM_PATH,
+    executablePath: await executablePath(),
     args: [
       '--headless=new',
       '--no-sandbox',
@@ -20,6 +19,7 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      '--no-zygote',
     ],
   });
 }

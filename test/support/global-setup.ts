@@ -1,29 +1,38 @@
-// Once per test run: migrate a template database, so each test file starts from a copy of it:
-// a dumped PGlite data directory, or (DATABASE_URL set) a PostgreSQL template database.
-import { mkdtemp, writeFile, rm } from 'node:fs/promises';
+// Once per test run: the PostgreSQL the tests use (the server named by DATABASE_URL, or an embedded
+// one started here in a temporary folder), and a migrated template database that each test file
+// copies (test/support/postgres-databases.ts).
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { migratedTemplate, openDatabase } from '../../src/db/database.js';
-import { createTemplate, dropCopies } from './postgres-databases.js';
+import { openDatabase } from '../../src/db/database.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { createTemplate, dropCopies, withDatabase } from './postgres-databases.js';
 
 export default async function setup(project: TestProject) {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (databaseUrl) {
-    const database = await openDatabase({ databaseUrl: await createTemplate(databaseUrl) });
-    await database.close();
-    project.provide('templatePath', '');
-    return () => dropCopies(databaseUrl);
+  let databaseUrl = process.env.DATABASE_URL;
+  let stopEmbedded = async () => {};
+  if (!databaseUrl) {
+    const folder = await mkdtemp(join(tmpdir(), 'tc-tests-'));
+    const embedded = await startEmbeddedPostgres(folder);
+    databaseUrl = withDatabase(embedded.url, 'postgres');
+    stopEmbedded = async () => {
+      await embedded.stop();
+      await rm(folder, { recursive: true, force: true });
+    };
   }
-  const folder = await mkdtemp(join(tmpdir(), 'teamchat-template-'));
-  const templatePath = join(folder, 'template.tar');
-  await writeFile(templatePath, Buffer.from(await (await migratedTemplate()).arrayBuffer()));
-  project.provide('templatePath', templatePath);
-  return () => rm(folder, { recursive: true, force: true });
+  const template = await openDatabase({ databaseUrl: await createTemplate(databaseUrl) });
+  await template.close();
+  project.provide('databaseUrl', databaseUrl);
+  return async () => {
+    await dropCopies(databaseUrl);
+    await stopEmbedded();
+  };
 }
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    templatePath: string;
+    /** The PostgreSQL database whose server holds the template and every per-file copy. */
+    databaseUrl: string;
   }
 }

@@ -1,4 +1,4 @@
-// On PostgreSQL (DATABASE_URL set), each test file gets a database of its own, copied from a
+// Each test file gets a database of its own, copied from a
 // migrated template with CREATE DATABASE ... TEMPLATE. Files then run in parallel without one file's
 // background workers (the e-mail outbox) picking up another file's rows. Tests inside a file still
 // share their database and isolate by creating their own organizations.
@@ -9,7 +9,7 @@ const COPY_LOCK_KEY = 5_550_123_001;
 
 const databaseName = (url: string) => new URL(url).pathname.slice(1);
 
-function withDatabase(url: string, name: string): string {
+export function withDatabase(url: string, name: string): string {
   const copy = new URL(url);
   copy.pathname = `/${name}`;
   return copy.href;

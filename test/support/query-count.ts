@@ -2,23 +2,19 @@
 // statement it sends, so a test can prove that a request's statement count does not grow with the
 // data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
 import { openStorage } from '../../src/storage/open-storage.js';
-import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
 import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { createApp } from '../../src/http/app.js';
-import { testDatabaseOptions } from './server.js';
+import { testDatabaseUrl } from './server.js';
 
 export const COUNTING_SERVER_URL = 'http://counting.test';
 
 export async function startCountingApp() {
-  const options = await testDatabaseOptions();
-  const pglite = 'databaseUrl' in options ? undefined : new PGlite({ loadDataDir: 'loadDataDir' in options ? options.loadDataDir : undefined });
-  const adapter = pglite ? new PrismaPGlite(pglite) : new PrismaPg({ connectionString: (options as { databaseUrl: string }).databaseUrl });
+  const adapter = new PrismaPg({ connectionString: await testDatabaseUrl() });
   const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
   let statements = 0;
   client.$on('query', () => statements++);
@@ -42,7 +38,6 @@ export async function startCountingApp() {
     },
     async close() {
       await client.$disconnect();
-      await pglite?.close();
     },
   };
 }

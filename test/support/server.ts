@@ -1,12 +1,10 @@
-// A real server on port 0 over a real database: a fresh PGlite copy of the migrated template, or the
-// shared PostgreSQL server when DATABASE_URL is set (tests then isolate by creating their own
-// organizations, never by resetting data).
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+// A real server on port 0 over a real PostgreSQL database of this test file (a copy of the migrated
+// template; tests isolate by creating their own organizations, never by resetting data).
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
-import type { DatabaseOptions } from '../../src/db/database.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
 import { copyTemplate } from './postgres-databases.js';
 
@@ -14,10 +12,9 @@ export type TestServer = RunningServer;
 
 let fileDatabaseUrl: Promise<string> | undefined;
 
-export async function testDatabaseOptions(): Promise<DatabaseOptions> {
-  if (process.env.DATABASE_URL) return { databaseUrl: await (fileDatabaseUrl ??= copyTemplate(process.env.DATABASE_URL)) };
-  const template = await readFile(inject('templatePath'));
-  return { memory: true, loadDataDir: new Blob([template]) };
+/** This test file's own database (created on first use). */
+export function testDatabaseUrl(): Promise<string> {
+  return (fileDatabaseUrl ??= copyTemplate(inject('databaseUrl')));
 }
 
 /**
@@ -27,7 +24,7 @@ export async function testDatabaseOptions(): Promise<DatabaseOptions> {
 export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = { outbox: false }): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-test-'));
   const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ...overrides };
-  const server = await startServer(config, await testDatabaseOptions(), options);
+  const server = await startServer(config, { databaseUrl: await testDatabaseUrl() }, options);
   if (!overrides.serverUrl) server.app.config.serverUrl = server.url;
   const close = server.close.bind(server);
   server.close = async () => {

@@ -75,7 +75,7 @@ export async function authenticateApiKey(prisma: Prisma, apiKey: string, usernam
 }
 
 /** What both doors call: credentials, then the per-user rate limit. */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string): Promise<Actor> {
+export async function authenticateRequest(app: AppContext, authorizationHeader: string, _clientAddress = ''): Promise<Actor> {
   const actor = await authenticate(app.prisma, authorizationHeader);
   app.rateLimiter.hit(actor.id);
   return actor;

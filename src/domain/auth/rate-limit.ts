@@ -34,18 +34,18 @@ export class RateLimiter {
   }
 
   /** Records one request of the user, or throws RATE_LIMIT_HIT when a rule is exhausted. */
-  hit(userId: number): void {
+  hit(userId: number, weight = 1): void {
     if (this.rules.length === 0) return;
     const now = this.now();
     const times = (this.history.get(userId) ?? []).filter((t) => t > now - this.longestWindowMs);
     for (const rule of this.rules) {
       const inWindow = times.filter((t) => t > now - rule.windowSeconds * 1000);
-      if (inWindow.length >= rule.maxRequests) {
+      if (inWindow.length + weight > rule.maxRequests) {
         this.history.set(userId, times);
         throw rateLimited((inWindow[0]! + rule.windowSeconds * 1000 - now) / 1000);
       }
     }
-    times.push(now);
+    for (let i = 0; i < weight; i++) times.push(now);
     this.history.set(userId, times);
   }
 }

@@ -3,6 +3,7 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
+import { inTransaction } from '../transaction.js';
 import { isAdministrator } from '../users/roles.js';
 import { emojiImagePath, emojiStillPath } from '../uploads/paths.js';
 
@@ -61,6 +62,8 @@ const doesNotExist = (name: string) =>
  * members, guests, bots) only those they added. Returns the emoji as it is now.
  */
 export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+  // Decision 10: no stored name holds NUL (PostgreSQL text cannot), so such a name names nothing.
+  if (name.includes('\0')) throw doesNotExist(name);
   const emoji = await prisma.customEmoji.findFirst({
     where: { organizationId: actor.organizationId, name, deactivated: false },
     orderBy: { id: 'asc' },
@@ -71,7 +74,7 @@ export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: 
     throw badRequest('Must be an organization administrator or emoji author');
   }
   const deactivated = { ...emoji, deactivated: true };
-  await prisma.$transaction(async (tx) => {
+  await inTransaction(prisma, async (tx) => {
     // Conditional on still being active: of two concurrent requests exactly one wins.
     const { count } = await tx.customEmoji.updateMany({ where: { id: emoji.id, deactivated: false }, data: { deactivated: true } });
     if (count === 0) throw doesNotExist(name);

@@ -8,6 +8,7 @@ import { DomainError } from '../errors.js';
 import { sendDirectMessages, systemBotId } from '../messages/direct-messages.js';
 import { generateApiKey, hashApiKey } from '../users/api-keys.js';
 import { exceedsLicenseLimit, lockOrganization } from './limits.js';
+import { inTransaction } from '../transaction.js';
 import { invitationStatus } from './status.js';
 
 export const WELCOME_BOT_INTRO =
@@ -114,7 +115,9 @@ export async function acceptInvitation(app: AppContext, key: string, input: { fu
   assertKeyShape(key);
   const fullName = checkFullName(input.fullName);
   try {
-    return await app.prisma.$transaction((tx) => createAccount(tx, key, fullName, now));
+    const target = await app.prisma.invitation.findUnique({ where: { confirmationKey: key }, select: { organizationId: true } });
+    if (!target) throw refusals.unknown();
+    return await inTransaction(app.prisma, (tx) => createAccount(tx, target.organizationId, key, fullName, now));
   } catch (error) {
     // A concurrent acceptance for the same address won the race for the unique (organization, e-mail).
     if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002') throw refusals.accountCreatedMeanwhile();
@@ -122,13 +125,13 @@ export async function acceptInvitation(app: AppContext, key: string, input: { fu
   }
 }
 
-async function createAccount(tx: Transaction, key: string, fullName: string, now: Date): Promise<AcceptedAccount> {
-  // The row lock makes a double submit wait here, then see the invitation as used.
-  await tx.$queryRaw`SELECT id FROM invitation WHERE "confirmationKey" = ${key} FOR UPDATE`;
+async function createAccount(tx: Transaction, organizationId: number, key: string, fullName: string, now: Date): Promise<AcceptedAccount> {
+  // The organization's row first, as everywhere: concurrent acceptances of the same link or of the
+  // same address's other invitations wait here, then see the invitation as used or revoked.
+  await lockOrganization(tx, organizationId);
   const invitation = await loadInvitation(tx, key);
   assertUsable(invitation, now);
   await assertNoAccount(tx, invitation);
-  await lockOrganization(tx, invitation.organizationId);
   if (await exceedsLicenseLimit(tx, invitation.organization, 1, invitation.invitedAs)) throw refusals.noLicense(invitation.organization.name);
   const apiKey = generateApiKey();
   const user = await tx.user.create({

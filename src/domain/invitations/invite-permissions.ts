@@ -4,11 +4,11 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
-import { isRowId } from '../ids.js';
+import type { Channel, UserGroup } from '../../generated/prisma/client.js';
+import { distinctRowIds } from '../ids.js';
 import { settingsHeldBy } from '../permissions/group-membership.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
 
-const storableIds = (ids: number[]) => ids.filter(isRowId);
 
 /** Runs before anything else, even parameter parsing (the reference's decorators). */
 export function assertMayUseInvitations(actor: Actor): void {
@@ -25,21 +25,21 @@ export function assertMayInviteAs(actor: Actor, inviteAs: number): void {
   if (inviteAs < ROLE.MEMBER && !mayGrant) throw badRequest('Must be an organization administrator');
 }
 
-type ChannelRow = Awaited<ReturnType<typeof loadChannels>>[number];
-type GroupRow = Awaited<ReturnType<typeof loadGroups>>[number];
+type ChannelRow = Channel;
+type GroupRow = UserGroup;
 
-function loadChannels(db: Prisma, organizationId: number, ids?: number[]) {
-  return db.channel.findMany({
-    where: { organizationId, ...(ids ? { id: { in: storableIds(ids) } } : {}) },
-    orderBy: { id: 'asc' },
-  });
+// Requested ids travel as one array parameter (`= ANY`), however many a request names.
+function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+  if (!ids) return db.channel.findMany({ where: { organizationId }, orderBy: { id: 'asc' } });
+  return db.$queryRaw<Channel[]>`
+    SELECT * FROM channel WHERE "organizationId" = ${organizationId} AND id = ANY(${distinctRowIds(ids)}::int[]) ORDER BY id`;
 }
 
-function loadGroups(db: Prisma, organizationId: number, ids?: number[]) {
-  return db.userGroup.findMany({
-    where: { organizationId, name: { not: null }, ...(ids ? { id: { in: storableIds(ids) } } : {}) },
-    orderBy: { id: 'asc' },
-  });
+function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+  if (!ids) return db.userGroup.findMany({ where: { organizationId, name: { not: null } }, orderBy: { id: 'asc' } });
+  return db.$queryRaw<UserGroup[]>`
+    SELECT * FROM user_group
+    WHERE "organizationId" = ${organizationId} AND name IS NOT NULL AND id = ANY(${distinctRowIds(ids)}::int[]) ORDER BY id`;
 }
 
 /**

@@ -10,6 +10,7 @@ import { isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
+import { inTransaction } from '../transaction.js';
 import { activeInvitationWhere, toInvitationView, type InvitationView } from './status.js';
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
@@ -37,10 +38,9 @@ export async function listInvitations(prisma: Database, actor: Actor, options: {
   return rows.map((row) => toInvitationView(row, now));
 }
 
-/** The pending invitation the actor may manage, locked until the transaction ends. */
+/** The pending invitation the actor may manage; the caller holds the organization's row lock. */
 async function accessPendingInvitation(tx: Transaction, actor: Actor, invitationId: number) {
   if (!isRowId(invitationId)) throw noSuchInvitation();
-  await tx.$queryRaw`SELECT id FROM invitation WHERE id = ${invitationId} FOR UPDATE`;
   const invitation = await tx.invitation.findFirst({
     where: { id: invitationId, organizationId: actor.organizationId, status: 'PENDING' },
     include: { organization: true, referrer: { select: { fullName: true, email: true } } },
@@ -57,7 +57,8 @@ async function accessPendingInvitation(tx: Transaction, actor: Actor, invitation
 
 export async function revokeInvitation(app: AppContext, actor: Actor, invitationId: number, now = new Date()): Promise<InvitationView> {
   assertMayUseInvitations(actor);
-  return app.prisma.$transaction(async (tx) => {
+  return inTransaction(app.prisma, async (tx) => {
+    await lockOrganization(tx, actor.organizationId);
     await accessPendingInvitation(tx, actor, invitationId);
     const revoked = await tx.invitation.update({ where: { id: invitationId }, data: { status: 'REVOKED' } });
     return toInvitationView(revoked, now);
@@ -70,7 +71,7 @@ export async function revokeInvitation(app: AppContext, actor: Actor, invitation
  */
 export async function resendInvitation(app: AppContext, actor: Actor, invitationId: number, now = new Date()): Promise<InvitationView> {
   assertMayUseInvitations(actor);
-  const resent = await app.prisma.$transaction(async (tx) => {
+  const resent = await inTransaction(app.prisma, async (tx) => {
     await lockOrganization(tx, actor.organizationId);
     const invitation = await accessPendingInvitation(tx, actor, invitationId);
     await assertDailyLimit(tx, app.config, invitation.organization, 1, now);

@@ -16,6 +16,7 @@ import {
   loadInvitePermissions,
 } from './invite-permissions.js';
 import { assertAccountOldEnough, assertDailyLimit, assertLicenseLimit, invitationFailed, lockOrganization } from './limits.js';
+import { inTransaction } from '../transaction.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -45,6 +46,7 @@ function assertWellFormed(request: SendInvitationsRequest): void {
     throw badRequest('Invalid invite_as: Value error, Not in the list of possible values');
   }
   const text = request.welcomeMessageCustomText;
+  if (text?.includes('\0')) throw badRequest('welcome_message_custom_text contains NULL (0x00) characters.');
   if (text !== undefined && [...text].length > MAX_WELCOME_MESSAGE_LENGTH) {
     throw badRequest(`welcome_message_custom_text is too long (limit: ${MAX_WELCOME_MESSAGE_LENGTH} characters)`);
   }
@@ -80,7 +82,7 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   }
   const now = new Date();
   const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  const { created, skipped } = await app.prisma.$transaction((tx) =>
+  const { created, skipped } = await inTransaction(app.prisma, (tx) =>
     storeInvitations(tx, app, actor, { ...request, emails, expiresAt, now, policy: permissions.organization }),
   );
   app.notifyOutbox();

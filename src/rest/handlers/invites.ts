@@ -11,7 +11,8 @@ const SEND_INVITATIONS_PARAMS = {
   include_realm_default_subscriptions: optional(json(jsonBool)),
   invite_as: optional(json(jsonOneOf<number>(jsonInt, ROLE_CODES))),
   invite_expires_in_minutes: optional(json(jsonNullable(jsonInt))),
-  invitee_emails: required(text()),
+  // Decision 10: an address with NUL is an invalid address, reported in `errors` like any other.
+  invitee_emails: required(text({ allowNul: true })),
   notify_referrer_on_join: optional(json(jsonBool)),
   stream_ids: required(json(jsonList(jsonInt))),
   welcome_message_custom_text: optional(text({ maxLength: MAX_WELCOME_MESSAGE_LENGTH })),

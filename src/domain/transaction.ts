@@ -1,0 +1,28 @@
+// The one way services run a transaction: generous waits (requests queue on the organization's row
+// lock), and a bounded retry when PostgreSQL gives up on it (serialization failure, deadlock), so
+// that a race never surfaces as a 500. Every transaction that locks rows locks the organization's
+// row first, which keeps deadlocks out in the first place; the retry is the safety net.
+import type { Prisma } from '../db/database.js';
+import type { Transaction } from './email/outbox.js';
+
+const RETRYABLE_CODES = new Set(['P2034', '40001', '40P01']);
+export const MAX_TRANSACTION_ATTEMPTS = 4;
+
+/** Whether the error (or any error it wraps) is a serialization failure or a deadlock. */
+export function isRetryable(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== 'object' || depth > 5) return false;
+  const { code, originalCode, meta, cause } = error as Record<string, unknown>;
+  if (RETRYABLE_CODES.has(String(code)) || RETRYABLE_CODES.has(String(originalCode))) return true;
+  const adapterError = (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
+  return isRetryable(adapterError, depth + 1) || isRetryable(cause, depth + 1);
+}
+
+export async function inTransaction<T>(prisma: Prisma, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await prisma.$transaction(work, { maxWait: 10_000, timeout: 30_000 });
+    } catch (error) {
+      if (attempt >= MAX_TRANSACTION_ATTEMPTS || !isRetryable(error)) throw error;
+    }
+  }
+}

@@ -1,0 +1,154 @@
+// Limits on what one GraphQL document may ask for, tighter for callers without valid credentials
+// (they can only introspect), applied to introspection too: tokens (while parsing, so a huge or
+// deeply nested document is refused before it is built), then depth, aliases, directives and a cost
+// that multiplies list fields. An operation runs at most `mutationFields` mutation fields.
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
+import { blockFieldSuggestionsPlugin } from '@escape.tech/graphql-armor-block-field-suggestions';
+import {
+  GraphQLError,
+  Kind,
+  getNullableType,
+  isListType,
+  parse,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLSchema,
+  type SelectionSetNode,
+  type ValidationContext,
+} from 'graphql';
+import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexity';
+import { createGraphQLError, type Plugin } from 'graphql-yoga';
+
+export interface DocumentLimits {
+  tokens: number;
+  depth: number;
+  aliases: number;
+  directives: number;
+  cost: number;
+}
+
+export interface GraphQLLimits {
+  anonymous: DocumentLimits;
+  authenticated: DocumentLimits;
+  /** Mutation fields one operation may run (each counts against the per-user rate limit). */
+  mutationFields: number;
+}
+
+/**
+ * GraphiQL's introspection query needs 190 tokens, depth 21 (fragments count as a level) and cost
+ * 53,411; the README's example query costs 384.
+ */
+export const DEFAULT_GRAPHQL_LIMITS: GraphQLLimits = {
+  anonymous: { tokens: 1000, depth: 24, aliases: 5, directives: 10, cost: 60_000 },
+  authenticated: { tokens: 2000, depth: 24, aliases: 30, directives: 50, cost: 120_000 },
+  mutationFields: 5,
+};
+
+/** Every list field is assumed to return this many items when costing a document. */
+export const LIST_COST_FACTOR = 10;
+
+const LIMIT_VARIABLES = {
+  tokens: 'MAX_TOKENS',
+  depth: 'MAX_DEPTH',
+  aliases: 'MAX_ALIASES',
+  directives: 'MAX_DIRECTIVES',
+  cost: 'MAX_COST',
+} as const satisfies Record<keyof DocumentLimits, string>;
+
+function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+/** GRAPHQL_MAX_* for authenticated callers, GRAPHQL_ANONYMOUS_MAX_* for the others, GRAPHQL_MAX_MUTATION_FIELDS. */
+export function readGraphQLLimits(env: NodeJS.ProcessEnv): GraphQLLimits {
+  const read = (prefix: string, defaults: DocumentLimits) =>
+    Object.fromEntries(
+      Object.entries(LIMIT_VARIABLES).map(([key, suffix]) => [key, positiveInteger(env, `${prefix}${suffix}`, defaults[key as keyof DocumentLimits])]),
+    ) as unknown as DocumentLimits;
+  return {
+    anonymous: read('GRAPHQL_ANONYMOUS_', DEFAULT_GRAPHQL_LIMITS.anonymous),
+    authenticated: read('GRAPHQL_', DEFAULT_GRAPHQL_LIMITS.authenticated),
+    mutationFields: positiveInteger(env, 'GRAPHQL_MAX_MUTATION_FIELDS', DEFAULT_GRAPHQL_LIMITS.mutationFields),
+  };
+}
+
+/** One point per field; a list field's selection counts LIST_COST_FACTOR times. */
+const listCost: ComplexityEstimator = ({ field, childComplexity }) =>
+  (isListType(getNullableType(field.type)) ? LIST_COST_FACTOR : 1) * (1 + childComplexity);
+
+/** What Yoga puts in the context before validation: the request's variables and operation name. */
+interface RequestParams {
+  params?: { variables?: Record<string, unknown>; operationName?: string };
+}
+
+function validationRules(limits: DocumentLimits) {
+  const report = { propagateOnRejection: false, onReject: [(context: ValidationContext | null, error: GraphQLError) => context?.reportError(error)] };
+  return [
+    maxDepthRule({ n: limits.depth, ignoreIntrospection: false, ...report }),
+    maxAliasesRule({ n: limits.aliases, ...report }),
+    maxDirectivesRule({ n: limits.directives, ...report }),
+  ];
+}
+
+/** The cost of an otherwise valid document, or a refusal when it is over the limit. */
+function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: number, { params }: RequestParams): GraphQLError | null {
+  let cost: number;
+  try {
+    cost = getComplexity({ schema, query: document, variables: params?.variables ?? {}, operationName: params?.operationName, estimators: [listCost] });
+  } catch (error) {
+    return error instanceof GraphQLError ? error : createGraphQLError('Query cost could not be computed.');
+  }
+  return cost > limit ? createGraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`) : null;
+}
+
+/** Parses within the token limit; a stack overflow (nesting) is a syntax error, not a crash. */
+function parseWithin(tokens: number) {
+  return (source: Parameters<typeof parse>[0], options?: Parameters<typeof parse>[1]) => {
+    try {
+      return parse(source, { ...options, maxTokens: tokens });
+    } catch (error) {
+      if (error instanceof RangeError) throw createGraphQLError('Syntax Error: Document is nested too deeply.');
+      throw error;
+    }
+  };
+}
+
+/** The root fields an operation's selection runs, through fragments. */
+export function rootFieldCount(selectionSet: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>): number {
+  let count = 0;
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) count += selection.name.value === '__typename' ? 0 : 1;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFieldCount(selection.selectionSet, fragments);
+    else if (fragments[selection.name.value]) count += rootFieldCount(fragments[selection.name.value]!.selectionSet, fragments);
+  }
+  return count;
+}
+
+/** `isAuthenticated` reads the initial context (the caller is known before parsing). */
+export function limitsPlugin(limits: GraphQLLimits, isAuthenticated: (context: object) => boolean): Plugin {
+  const suggestions = blockFieldSuggestionsPlugin({ mask: '' }).onValidate!;
+  const limitsFor = (context: object) => (isAuthenticated(context) ? limits.authenticated : limits.anonymous);
+  return {
+    onParse({ context, setParseFn }) {
+      setParseFn(parseWithin(limitsFor(context).tokens));
+    },
+    onValidate(payload) {
+      const documentLimits = limitsFor(payload.context);
+      for (const rule of validationRules(documentLimits)) payload.addValidationRule(rule);
+      const hideSuggestions = isAuthenticated(payload.context) ? undefined : suggestions(payload as never);
+      return (end) => {
+        if (end.valid) {
+          const problem = costProblem(payload.params.schema, payload.params.documentAST, documentLimits.cost, payload.context as RequestParams);
+          if (problem) end.setResult([problem]);
+        }
+        if (typeof hideSuggestions === 'function') hideSuggestions(end as never);
+      };
+    },
+  };
+}

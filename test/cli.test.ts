@@ -1,0 +1,86 @@
+// The administrator CLI as users run it (`node dist/cli/main.js`, what `npm run cli --` runs), on an
+// embedded database of its own: it starts PostgreSQL itself when no server runs, and stops it after.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { runCli } from './support/process.js';
+import { exampleOrganization } from './support/world.js';
+
+let dataDir: string;
+const cli = (...args: string[]) => runCli({ DATA_DIR: dataDir }, ...args);
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'tc-cli-'));
+});
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+describe('help and usage errors (no database needed)', () => {
+  test('--help, -h and help print the commands', async () => {
+    const help = await cli('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: npm run cli -- <command> \[options\]\n/);
+    for (const command of ['import <file.json> [--replace]', 'create-user --org', 'reset-api-key --org', 'list-organizations', 'help [command]']) {
+      expect(help.stdout).toContain(command);
+    }
+    expect(await cli('-h')).toEqual(help);
+    expect(await cli('help')).toEqual(help);
+  });
+
+  test('help <command> and <command> --help print that command', async () => {
+    const expected = { code: 0, stderr: '', stdout: expect.stringMatching(/^Usage: npm run cli -- reset-api-key --org <string_id> --email <address>\n {2}give an account a new API key/) };
+    expect(await cli('help', 'reset-api-key')).toEqual(expected);
+    expect(await cli('reset-api-key', '--help')).toEqual(expected);
+  });
+
+  test('an unknown command, a missing option and an unknown option are named', async () => {
+    const unknown = await cli('frobnicate');
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+    expect(unknown.stderr).toBe('Unknown command "frobnicate".\nRun `npm run cli -- help` for the list of commands.\n');
+    const missing = await cli('reset-api-key', '--org', 'demo');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^reset-api-key: missing --email\.\nUsage: npm run cli -- reset-api-key/);
+    const noFile = await cli('import');
+    expect(noFile.stderr).toMatch(/^import: expected 1 argument\(s\), got 0\./);
+    const option = await cli('list-organizations', '--colour');
+    expect(option.code).toBe(2);
+    expect(option.stderr).toContain("Unknown option '--colour'");
+    expect(await cli('help', 'nope')).toMatchObject({ code: 2, stderr: expect.stringContaining('Unknown command "nope".') });
+  });
+});
+
+describe('commands on the embedded database', () => {
+  test('import, create-user, reset-api-key and list-organizations; the embedded PostgreSQL is stopped afterwards', async () => {
+    const good = join(dataDir, 'good.json');
+    await writeFile(good, JSON.stringify(exampleOrganization()));
+    expect(await cli('import', good)).toMatchObject({ code: 0, stdout: '7 lighthouse\n' });
+
+    const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
+    expect(created.stdout).toMatch(/^Created user \d+\. API key \(shown once\): [A-Za-z0-9]{32}\n$/);
+    expect((await cli('reset-api-key', '--org', 'lighthouse', '--email', 'new@lighthouse.example')).stdout).toMatch(/^[A-Za-z0-9]{32}\n$/);
+    expect(await cli('reset-api-key', '--org', 'lighthouse', '--email', 'ghost@lighthouse.example')).toMatchObject({ code: 1, stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
+    expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
+    await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
+  }, 120_000);
+
+  test('import reports every problem of a file at once, references included, and imports nothing', async () => {
+    const bad = exampleOrganization() as Record<string, any>;
+    bad.organization.string_id = 'broken';
+    bad.users[2].role = 350;
+    bad.users[3].api_key = 'short';
+    bad.channels[0].subscribers.push('stranger@lighthouse.example');
+    const file = join(dataDir, 'bad.json');
+    await writeFile(file, JSON.stringify(bad));
+    const refused = await cli('import', file);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      [
+        `${file} has 3 problem(s); nothing was imported:`,
+        '  users[2].role: must be 100, 200, 300, 400 or 600',
+        '  users[3].api_key: must be exactly 32 ASCII letters and digits',
+        '  channels[0].subscribers[4]: no user with e-mail stranger@lighthouse.example in the file',
+        '',
+      ].join('\n'),
+    );
+    expect((await cli('list-organizations')).stdout).not.toContain('broken');
+  }, 120_000);
+});

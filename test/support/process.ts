@@ -1,0 +1,70 @@
+// The server and the CLI as users run them: the compiled JavaScript under dist/ (built before the
+// tests by `pretest`), with plain `node`, in processes of their own.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, expect } from 'vitest';
+
+export interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+const running = new Set<Started>();
+afterAll(() => {
+  for (const started of running) started.child.kill('SIGTERM');
+});
+
+/** The environment of a newcomer's shell: no DATABASE_URL or SERVER_URL unless given. */
+function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1' };
+  delete env.DATABASE_URL;
+  delete env.SERVER_URL;
+  return { ...env, ...extra };
+}
+
+/** `node dist/main.js` with this environment (PORT defaults to 0). */
+export function startServerProcess(env: NodeJS.ProcessEnv): Started {
+  const child = spawn(process.execPath, ['dist/main.js'], { env: environment({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const started: Started = { child, output: () => output, exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
+  running.add(started);
+  void started.exited.then(() => running.delete(started));
+  return started;
+}
+
+export async function waitForOutput(started: Started, pattern: RegExp, seconds = 90): Promise<RegExpExecArray> {
+  for (let i = 0; i < seconds * 10 && !pattern.test(started.output()); i++) {
+    if (started.child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(started.output()).toMatch(pattern);
+  return pattern.exec(started.output())!;
+}
+
+/** The base URL the server printed once it listens. */
+export async function listeningUrl(started: Started): Promise<string> {
+  return (await waitForOutput(started, /Server listening on (http:\/\/\S+)/))[1]!;
+}
+
+export async function stopServerProcess(started: Started): Promise<void> {
+  started.child.kill('SIGTERM');
+  const code = await started.exited;
+  expect({ code, signal: started.child.signalCode, output: started.output() }).toMatchObject({ code: 0, signal: null });
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `node dist/cli/main.js ...args` */
+export function runCli(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
+  return promisify(execFile)(process.execPath, ['dist/cli/main.js', ...args], { env: environment(env) }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error) => ({ code: error.code as number, stdout: error.stdout as string, stderr: error.stderr as string }),
+  );
+}
