@@ -1,7 +1,7 @@
 // Files under a directory on this machine: `<root>/<key>`, parent directories made on demand and
 // removed again when a deletion empties them (up to the root).
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir, stat, truncate, unlink, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -38,6 +38,14 @@ export class DirectoryStorage implements FileStorage {
       await this.removeEmptyParents(path);
       throw error;
     }
+  }
+
+  /** A sparse file: it takes no disk space however large. */
+  async writePlaceholder(key: string, size: number, _contentType: string): Promise<void> {
+    const path = this.pathOf(key);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, '', { flag: 'w' });
+    await truncate(path, size);
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable | null> {

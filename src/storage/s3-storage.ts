@@ -4,7 +4,7 @@ import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, NoSuchKey, No
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import type { S3Config } from '../config.js';
-import { assertSafeKey, type ByteRange, type FileStorage } from './storage.js';
+import { assertSafeKey, zeros, type ByteRange, type FileStorage } from './storage.js';
 
 const isMissing = (error: unknown) =>
   error instanceof NoSuchKey || error instanceof NotFound || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
@@ -34,6 +34,10 @@ export class S3Storage implements FileStorage {
       await this.delete(key).catch(() => {});
       throw error;
     }
+  }
+
+  writePlaceholder(key: string, size: number, contentType: string): Promise<void> {
+    return this.write(key, zeros(size), contentType);
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable | null> {

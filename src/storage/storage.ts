@@ -1,7 +1,7 @@
 // Where uploaded bytes live: one interface, a directory backend and an S3-compatible bucket backend.
 // Keys are relative, '/'-separated paths such as `files/<path_id>`; `assertSafeKey` refuses every
 // key that could name something outside the storage root.
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 
 export interface StoredObjectInfo {
   size: number;
@@ -19,6 +19,8 @@ export interface FileStorage {
    * left behind and the stream's error is rethrown.
    */
   write(key: string, body: Readable, contentType: string): Promise<void>;
+  /** An object of `size` zero bytes (imported files whose content the import did not carry). */
+  writePlaceholder(key: string, size: number, contentType: string): Promise<void>;
   /** The object's bytes (a range of them when asked), or null when it does not exist. */
   read(key: string, range?: ByteRange): Promise<Readable | null>;
   stat(key: string): Promise<StoredObjectInfo | null>;
@@ -45,3 +47,19 @@ export const isSafeKey = (key: string) => {
     return false;
   }
 };
+
+/** `size` zero bytes as a stream, in chunks of at most 1 MiB. */
+export function zeros(size: number): Readable {
+  const chunk = Buffer.alloc(Math.min(size, 1024 * 1024));
+  let left = size;
+  return Readable.from(
+    (function* () {
+      while (left > 0) {
+        const next = Math.min(left, chunk.length);
+        left -= next;
+        yield chunk.subarray(0, next);
+      }
+    })(),
+    { objectMode: false },
+  );
+}
