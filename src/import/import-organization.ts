@@ -7,7 +7,7 @@ import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { fileKey, newPathId } from '../domain/uploads/paths.js';
 import type { FileStorage } from '../storage/storage.js';
 import { Readable } from 'node:stream';
-import { sanitizeName } from '../domain/uploads/file-names.js';
+import { fitName, sanitizeName } from '../domain/uploads/file-names.js';
 import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
 
 type Tx = PrismaNamespace.TransactionClient;
@@ -279,7 +279,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
     size: BigInt(a.size),
     contentType: a.content_type ?? null,
     createTime: fromUnix(a.create_time),
-    pathId: a.path_id ?? newPathId(organizationId, sanitizeName(a.name)),
+    pathId: a.path_id ?? newPathId(organizationId, fitName(sanitizeName(a.name))),
   }));
   const rows = await insertAttachments(tx, organizationId, data);
   // File ids map to database ids (the same when the file gave them).

@@ -221,6 +221,17 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     }
   });
 
+  test('a very long name is kept whole in the row and cut (extension kept) in the stored path', async () => {
+    const world = await newWorld();
+    const name = `${'й'.repeat(300)}.txt`;
+    const response = await upload(world.users.member.auth, [{ name, content: 'long' }]);
+    expect(response.status).toBe(200);
+    expect(response.body.filename).toBe(name);
+    const stored = response.body.url.split('/').pop();
+    expect(Buffer.byteLength(stored)).toBeLessThanOrEqual(200);
+    expect(stored).toMatch(/^й+\.txt$/);
+  });
+
   test('no credentials: 401 before the body is read', async () => {
     const response = await upload(undefined, [{ name: 'a.txt', content: 'x' }]);
     expect(response.status).toBe(401);

@@ -8,6 +8,7 @@ import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { settingsHeldBy } from '../permissions/group-membership.js';
 import { isGuest } from '../users/roles.js';
+import { isValidPathId } from './paths.js';
 
 export interface ServableFile {
   id: number;
@@ -23,7 +24,9 @@ export type FileAccess = { kind: 'missing' } | { kind: 'forbidden'; file: Servab
 
 const FILE = { id: true, organizationId: true, ownerId: true, name: true, pathId: true, contentType: true, size: true } as const;
 
-export function findFile(app: AppContext, pathId: string): Promise<ServableFile | null> {
+/** Null for path ids no stored file can have (NUL, `..`, empty segments ...), without asking the database. */
+export async function findFile(app: AppContext, pathId: string): Promise<ServableFile | null> {
+  if (!isValidPathId(pathId)) return null;
   return app.prisma.attachment.findUnique({ where: { pathId }, select: FILE });
 }
 

@@ -35,6 +35,18 @@ export function sanitizeName(value: string): string {
 }
 
 /**
+ * `name` cut to at most `maxBytes` of UTF-8 (whole characters), keeping a short extension: file
+ * systems refuse longer names (the reference has no limit; its storage would fail the same way).
+ */
+export function fitName(name: string, maxBytes = 200): string {
+  if (Buffer.byteLength(name) <= maxBytes) return name;
+  const extension = /\.[^.]{1,16}$/.exec(name)?.[0] ?? '';
+  const base = Array.from(name.slice(0, name.length - extension.length));
+  while (base.length > 0 && Buffer.byteLength(base.join('') + extension) > maxBytes) base.pop();
+  return base.join('') + extension;
+}
+
+/**
  * What a multipart parser keeps of a client's file name: the text after the last `/` or `\`,
  * without control characters. Null when nothing is left, or only `.` or `..` (not a file then).
  */

@@ -7,7 +7,7 @@ import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { insertAttachments } from '../attachments/upload-space.js';
 import type { AttachmentRecord } from '../attachments/attachments.js';
-import { clientBasename, contentTypeFor, sanitizeName, unquote } from './file-names.js';
+import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
 import { fileKey, newPathId } from './paths.js';
 
 export interface IncomingFile {
@@ -83,7 +83,7 @@ export async function stageUpload(app: AppContext, actor: Actor, file: IncomingF
   if (basename === null) throw badRequest('You must specify a file to upload');
   const name = unquote(basename);
   const contentType = contentTypeFor(name, file.contentType);
-  const pathId = newPathId(actor.organizationId, sanitizeName(name));
+  const pathId = newPathId(actor.organizationId, fitName(sanitizeName(name)));
   const maxMib = app.config.uploads.maxFileUploadSizeMib;
   const limiter = byteLimit(maxMib * MIB, fileTooLarge(maxMib));
   await app.storage.write(fileKey(pathId), limited(file.data, limiter), contentType);
