@@ -1,146 +1,218 @@
-// npm run bench [-- --quick]: the server in this process over a fresh embedded database (or the
-// PostgreSQL of DATABASE_URL), a generated organization, then four endpoints under load. Prints a
-// Markdown table. The load generator shares the process, so Peak RSS covers server and client.
-import { mkdtemp, rm } from 'node:fs/promises';
+// npm run bench [-- --quick]: the real server and the floor (scripts/bench/floor.ts) side by side on
+// the same data, alternately, under autocannon; writes bench/results/<stamp>.{json,md}.
+// See the README's "Benchmark" section.
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.js';
-import { importOrganization } from '../src/import/import-organization.js';
-import { parseOrganizationFile } from '../src/import/organization-file.js';
-import { startServer, type RunningServer } from '../src/server.js';
-import { markdownTable, runScenario, UnexpectedResponse, type Outcome, type Scenario } from './bench/load.js';
-import { BENCH_USER_EMAIL, benchOrganization, emojiName, FULL, QUICK, type Volume } from './bench/organization.js';
+import pg from 'pg';
+import { EMBEDDED_DATABASE, EMBEDDED_USER, socketDirFor } from '../src/db/embedded-postgres.js';
+import { generateApiKey } from '../src/domain/users/api-keys.js';
+import { best, runRound, type Round, type Scenario } from './bench/load.js';
+import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
+import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
+import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 
-const CONCURRENCY = 8;
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
-const volume = flags.quick ? QUICK : FULL;
-const requests = flags.quick
-  ? { attachments: 40, graphql: 40, invites: 30, emoji: 80, warmup: 2 }
-  : { attachments: 400, graphql: 400, invites: 300, emoji: 1000, warmup: 10 };
+const volumes = flags.quick ? QUICK : FULL;
+const LOAD = flags.quick ? { connections: 8, seconds: 2, rounds: 1 } : { connections: 8, seconds: 6, rounds: 2 };
+const SERVER_URL = 'http://bench.example';
+const run = promisify(execFile);
 
-interface Bench {
-  server: RunningServer;
-  organizationId: number;
+type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
+
+function embeddedDatabaseUrl(dataDir: string): string {
+  return `postgresql://${EMBEDDED_USER}@localhost/${EMBEDDED_DATABASE}?host=${encodeURIComponent(socketDirFor(join(dataDir, 'postgres')))}`;
+}
+
+interface Organization {
+  id: number;
   authorization: string;
-  defaultChannelIds: number[];
+  /** Another user of the organization (a member), for the probe beside the invitations. */
+  otherUser: string;
+  volume: Volume;
 }
 
-async function setUp(dataDir: string): Promise<Bench> {
-  const config = { ...loadConfig(), host: '127.0.0.1', port: 0, dataDir, rateLimits: [], smtpUrl: undefined };
-  // Invitation e-mail is queued in the request's transaction; delivering it is a background job, left out here.
-  const server = await startServer(config, undefined, { outbox: false });
-  server.app.config.serverUrl = server.url;
-  console.error(`Server started: RSS ${mib(process.memoryUsage().rss)}.`);
-  const parsed = parseOrganizationFile(benchOrganization(volume));
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems));
+function adminUrl(databaseUrl: string, database: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** A fresh database beside DATABASE_URL's (the role needs CREATEDB). */
+async function createBenchDatabase(databaseUrl: string): Promise<string> {
+  const name = `${new URL(databaseUrl).pathname.slice(1)}_bench`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  return adminUrl(databaseUrl, name);
+}
+
+/** Imports one organization through the CLI's import (the import path), with a known key for the benchmark user. */
+async function importOrganization(name: DataSet, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<Organization> {
+  const volume = volumes[name];
+  const { file, benchUserEmail } = benchOrganization(name, volume);
+  const apiKey = generateApiKey();
+  const otherKey = generateApiKey();
+  file.users![0]!.api_key = apiKey;
+  file.users![1]!.api_key = otherKey;
+  const path = join(workDir, `${name}.json`);
+  await writeFile(path, JSON.stringify(file));
   const started = Date.now();
-  const imported = await importOrganization(server.database.prisma, parsed.value);
-  console.error(`Imported ${describe(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s: RSS ${mib(process.memoryUsage().rss)}.`);
-  const channels = await server.database.prisma.channel.findMany({ where: { organizationId: imported.id, isDefault: true }, select: { id: true } });
-  const apiKey = imported.apiKeys.get(BENCH_USER_EMAIL)!;
-  return {
-    server,
-    organizationId: imported.id,
-    authorization: 'Basic ' + Buffer.from(`${BENCH_USER_EMAIL}:${apiKey}`).toString('base64'),
-    defaultChannelIds: channels.map((c) => c.id),
-  };
+  await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
+  console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+  const { rows } = await db.query('SELECT id FROM organization WHERE "stringId" = $1', [file.organization.string_id]);
+  const basic = (email: string, key: string) => 'Basic ' + Buffer.from(`${email}:${key}`).toString('base64');
+  return { id: rows[0].id, volume, authorization: basic(benchUserEmail, apiKey), otherUser: basic(String(file.users![1]!.email), otherKey) };
 }
 
-const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-
-function describe(v: Volume) {
-  return `${v.users} users, ${v.channels} channels, ${v.attachments} attachments (${v.ownedByBenchUser} the benchmark user's), ${v.messages} messages, ${v.emoji} emoji`;
-}
-
-const ATTACHMENTS_QUERY = '{ attachments { uploadSpaceUsed attachments { id name pathId url size createTime messageIds messages { id dateSent } } } }';
-
-function scenarios(bench: Bench): Scenario[] {
-  const base = bench.server.url;
-  const headers = { authorization: bench.authorization };
-  const ownedCount = (list: unknown[] | undefined) =>
-    list?.length === volume.ownedByBenchUser ? undefined : `expected ${volume.ownedByBenchUser} attachments, got ${list?.length}`;
-  let invitation = 0;
+function scenarios(org: Organization, db: pg.Pool): Scenario[] {
+  const headers = { authorization: org.authorization };
   let emoji = 0;
+  let invitation = 0;
   const runId = Date.now().toString(36);
+  const invites = (count: number): Scenario => ({
+    name: `POST /api/v1/invites, ${count} address${count > 1 ? 'es' : ''}`,
+    method: 'POST',
+    path: '/api/v1/invites',
+    minimumSeconds: count > 1 ? 6 : 0,
+    probe: count > 1 ? { path: '/api/v1/users/me', headers: { authorization: org.otherUser } } : undefined,
+    headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+    vary: (request) => {
+      const batch = invitation++;
+      const emails = Array.from({ length: count }, (_, k) => `invitee-${runId}-${batch}-${k}@invitees.example`);
+      return { ...request, body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString() };
+    },
+  });
   return [
+    { name: 'GET /api/v1/attachments', method: 'GET', path: '/api/v1/attachments', headers },
     {
-      name: 'GET /api/v1/attachments',
-      requests: requests.attachments,
-      send: () => fetch(`${base}/api/v1/attachments`, { headers }),
-      check: (body) => ownedCount(JSON.parse(body).attachments),
-    },
-    {
-      name: 'GraphQL attachments { messages }',
-      requests: requests.graphql,
-      send: () =>
-        fetch(`${base}/graphql`, {
-          method: 'POST',
-          headers: { ...headers, 'content-type': 'application/json' },
-          body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
-        }),
-      check: (body) => {
-        const result = JSON.parse(body);
-        return result.errors ? JSON.stringify(result.errors) : ownedCount(result.data.attachments.attachments);
-      },
-      notAvailable: (status, body) => (status === 501 || body.includes('NOT_IMPLEMENTED') ? body : undefined),
-    },
-    {
-      name: 'POST /api/v1/invites (5 addresses)',
-      requests: requests.invites,
-      send: () => {
-        const batch = invitation++;
-        const emails = Array.from({ length: 5 }, (_, k) => `invitee-${runId}-${batch}-${k}@invitees.example`);
-        return fetch(`${base}/api/v1/invites`, {
-          method: 'POST',
-          headers,
-          body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: JSON.stringify(bench.defaultChannelIds) }),
-        });
-      },
+      name: 'GraphQL attachments { messages { id dateSent } }',
+      method: 'POST',
+      path: '/graphql',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
     },
     {
       name: 'DELETE /api/v1/realm/emoji/{name}',
-      requests: requests.emoji,
-      send: () => fetch(`${base}/api/v1/realm/emoji/${emojiName(emoji++)}`, { method: 'DELETE', headers }),
+      method: 'DELETE',
+      path: '/',
+      headers,
+      vary: () => ({ path: `/api/v1/realm/emoji/${emojiName(emoji++ % org.volume.emoji)}` }),
+      reset: async () => {
+        emoji = 0;
+        await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
+      },
     },
+    invites(1),
+    invites(100),
   ];
 }
 
-async function main(): Promise<number> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-bench-'));
-  let bench: Bench | undefined;
-  try {
-    bench = await setUp(dataDir);
-    const outcomes: Outcome[] = [];
-    for (const scenario of scenarios(bench)) {
-      console.error(`Running ${scenario.name} ...`);
-      outcomes.push(await runScenario(scenario, CONCURRENCY, requests.warmup));
+/** Same request to both: attachments must match byte for byte, the others in status and body. */
+async function assertSameAnswers(list: Scenario[], floor: BenchProcess, real: BenchProcess) {
+  for (const scenario of list) {
+    const answer = async (server: BenchProcess) => {
+      const request = scenario.vary?.({ path: scenario.path, body: scenario.body }) ?? scenario;
+      const response = await fetch(server.url + request.path, { method: scenario.method, headers: scenario.headers, body: request.body });
+      return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+    };
+    const [a, b] = [await answer(floor), await answer(real)];
+    if (a.status !== b.status || !a.body.equals(b.body)) {
+      throw new Error(`${scenario.name}: the floor answered ${a.status} ${a.body.toString().slice(0, 300)}\nthe server answered ${b.status} ${b.body.toString().slice(0, 300)}`);
     }
-    const database = bench.server.database.kind === 'external' ? 'PostgreSQL (DATABASE_URL)' : 'embedded PostgreSQL';
-    console.log(`Benchmark${flags.quick ? ' (--quick)' : ''}: ${database}, Node ${process.version}, ${describe(volume)}.\n`);
-    console.log(markdownTable(outcomes, CONCURRENCY));
-    console.log(`\nProcess peak RSS (maxRSS, whole run including the import): ${mib(process.resourceUsage().maxRSS * 1024)}`);
-    for (const o of outcomes) if (o.kind === 'not-available') console.log(`n/a: ${o.name} answered ${o.reason.slice(0, 200)}`);
-    return 0;
-  } catch (error) {
-    if (!(error instanceof UnexpectedResponse)) throw error;
-    console.error(error.message);
-    return 1;
+  }
+  const missing = (server: BenchProcess) =>
+    fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: list[0]!.headers }).then(async (r) => `${r.status} ${await r.text()}`);
+  const [a, b] = [await missing(floor), await missing(real)];
+  if (a !== b) throw new Error(`unknown emoji: the floor answered ${a}, the server ${b}`);
+}
+
+/** Alternates floor and server, `rounds` times each; keeps each one's best round. */
+async function measure(scenario: Scenario, floor: BenchProcess, real: BenchProcess): Promise<ScenarioResult> {
+  let floorBest: Round | undefined;
+  let realBest: Round | undefined;
+  for (let i = 0; i < LOAD.rounds; i++) {
+    floorBest = best(floorBest, await runRound(scenario, floor, LOAD));
+    realBest = best(realBest, await runRound(scenario, real, LOAD));
+  }
+  console.error(`${scenario.name}: server ${realBest!.requestsPerSecond.toFixed(0)} req/s, floor ${floorBest!.requestsPerSecond.toFixed(0)} req/s`);
+  return { name: scenario.name, real: realBest!, floor: floorBest! };
+}
+
+async function benchMode(mode: Mode): Promise<ModeResult> {
+  const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
+  // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
+  await chmod(workDir, 0o755);
+  const serverDir = join(workDir, 'server');
+  // The embedded database is the server's own, under its DATA_DIR; the CLI and the floor reach it there.
+  const databaseUrl = mode.kind === 'external' ? await createBenchDatabase(mode.databaseUrl) : embeddedDatabaseUrl(serverDir);
+  const common = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400' };
+  const env = { ...common, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
+  let db: pg.Pool | undefined;
+  let real: BenchProcess | undefined;
+  let floor: BenchProcess | undefined;
+  try {
+    real = await startProcess('server', realServerCommand(), env, serverDir);
+    const started = rssOf(real.child.pid!);
+    db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    const organizations = {} as Record<DataSet, Organization>;
+    for (const name of Object.keys(volumes) as DataSet[]) organizations[name] = await importOrganization(name, env, workDir, db);
+    floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
+    const databasePids = () => embeddedPostgresPids(real!.dataDir);
+    const list = scenarios(organizations.main, db);
+    await assertSameAnswers(list, floor, real);
+
+    const realRss = sampleRss(real.child.pid!, databasePids);
+    const floorRss = sampleRss(floor.child.pid!, () => []);
+    const results: ScenarioResult[] = [];
+    for (const scenario of list) results.push(await measure(scenario, floor, real));
+    for (const name of ['small', 'large'] as const) {
+      const [rest] = scenarios(organizations[name], db);
+      results.push(await measure({ ...rest!, name: `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization` }, floor, real));
+    }
+    const realPeaks = realRss.stop();
+    return {
+      mode: mode.kind,
+      data: describeVolume(volumes.main),
+      scenarios: results,
+      rss: {
+        serverAfterStart: started,
+        serverIdle: idle.server,
+        serverPeak: realPeaks.serverPeak,
+        databasePeak: databasePids().length ? realPeaks.databasePeak : undefined,
+        floorIdle: idle.floor,
+        floorPeak: floorRss.stop().serverPeak,
+      },
+    };
   } finally {
-    if (bench) await tearDown(bench);
-    await rm(dataDir, { recursive: true, force: true });
+    await floor?.stop();
+    await real?.stop();
+    await db?.end();
+    await rm(workDir, { recursive: true, force: true });
   }
 }
 
-/** A shared PostgreSQL database keeps no benchmark organization behind. */
-async function tearDown(bench: Bench) {
-  const prisma = bench.server.database.prisma;
-  if (bench.server.database.kind === 'external') {
-    // Channels point at groups with RESTRICT; remove them before the cascade takes the groups.
-    await prisma.channel.deleteMany({ where: { organizationId: bench.organizationId } });
-    await prisma.organization.delete({ where: { id: bench.organizationId } });
-  }
-  await bench.server.close();
+async function main() {
+  const external = process.env.DATABASE_URL;
+  const modes: ModeResult[] = [await benchMode({ kind: 'embedded' })];
+  if (external) modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
+  else console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes };
+  const stamp = report.date.replace(/[:.]/g, '-');
+  await mkdir('bench/results', { recursive: true });
+  const name = `bench/results/${flags.quick ? 'quick-' : ''}${stamp}`;
+  const markdown = markdownReport(report);
+  await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
+  await writeFile(`${name}.md`, markdown);
+  console.log(markdown);
+  console.error(`Wrote ${name}.json and ${name}.md`);
 }
 
-process.exitCode = await main();
+await main();

@@ -1,5 +1,6 @@
 // Entry point: start the server, create the demo organization on an empty database, print how to
 // use it; drain and stop everything (the embedded PostgreSQL included) on SIGTERM or Ctrl-C.
+import './db/statement-counter.js';
 import { loadConfig } from './config.js';
 import { describeDatabase } from './db/database.js';
 import { startupBanner } from './demo/banner.js';

@@ -10,10 +10,12 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
+import { AuthCache, listenForAuthChanges } from './domain/auth/auth-cache.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { createApp } from './http/app.js';
+import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -32,6 +34,8 @@ export interface ServerOptions {
   outbox?: Partial<OutboxOptions> | false;
   /** Start-up progress (waiting for PostgreSQL, creating the embedded database). */
   log?: (line: string) => void;
+  /** Where the running application logs (default: src/logging.ts's logger). */
+  logger?: Logger;
 }
 
 const STARTING = () => jsonResponse({ result: 'error', msg: 'The server is starting; try again in a moment.', code: 'BAD_REQUEST' }, 503, { 'Retry-After': '1' });
@@ -53,12 +57,16 @@ export async function startServer(
     throw error;
   }
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
+  const authCache = new AuthCache();
+  const stopListening = await listenForAuthChanges(authCache, database.url);
   const app: AppContext = {
     prisma: database.prisma,
     config,
-    rateLimiter: new RateLimiter(config.rateLimits),
+    rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
+    authCache,
     notifyOutbox: () => outbox?.wake(),
     storage: openStorage(config),
+    log: options.logger,
   };
   const http = createApp(app);
   handle = (request, env) => http.fetch(request, env);
@@ -73,6 +81,7 @@ export async function startServer(
     async close() {
       await closeServer(server);
       await outbox?.stop();
+      await stopListening();
       await opened.close();
     },
   };

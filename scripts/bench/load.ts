@@ -1,87 +1,93 @@
-// A small closed-loop load generator: N requests, C in flight at a time, latency of each, and the
-// process's resident memory sampled while they run.
+// One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
+// server's SQL statements counted around it. Every response must be a 2xx.
 import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import type { BenchProcess } from './processes.js';
 
 export interface Scenario {
   name: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** A fresh path or body per request (emoji names, invited addresses). */
+  vary?: (request: { path: string; body?: string }) => { path: string; body?: string };
+  /** Seconds per round when longer than the run's (requests that take seconds each). */
+  minimumSeconds?: number;
+  /** Another user's request, sent every 50 ms during the round: its worst latency shows who waits behind this load. */
+  probe?: { path: string; headers: Record<string, string> };
+  /** Runs before each round (e.g. reactivates the emoji the previous round deactivated). */
+  reset?: () => Promise<void>;
+}
+
+export interface Round {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
   requests: number;
-  /** Sends request number i and returns its response (the body is read by the runner). */
-  send(i: number): Promise<Response>;
-  /** The status a successful request answers with. */
-  expectedStatus?: number;
-  /** Checks a successful body; returns a problem description or undefined. */
-  check?(body: string): string | undefined;
-  /** Why the endpoint cannot be measured yet (default: it answers 501), or undefined. */
-  notAvailable?(status: number, body: string): string | undefined;
+  sqlPerRequest: number;
+  /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
+  failed: number;
+  /** Worst latency of the probe request during the round, when the scenario has one. */
+  probeMaxMs?: number;
 }
 
-export type Outcome =
-  | { name: string; kind: 'measured'; requests: number; seconds: number; latenciesMs: number[]; peakRssBytes: number }
-  | { name: string; kind: 'not-available'; reason: string };
-
-export class UnexpectedResponse extends Error {}
-
-const NOT_IMPLEMENTED = 501;
-const notImplemented = (status: number, body: string) => (status === NOT_IMPLEMENTED ? body : undefined);
-
-export async function runScenario(scenario: Scenario, concurrency: number, warmup: number): Promise<Outcome> {
-  const first = await scenario.send(-1);
-  const firstBody = await first.text();
-  const unavailable = (scenario.notAvailable ?? notImplemented)(first.status, firstBody);
-  if (unavailable !== undefined) return { name: scenario.name, kind: 'not-available', reason: unavailable };
-  verify(scenario, first.status, firstBody);
-  for (let i = 0; i < warmup; i++) await sendAndVerify(scenario, -2 - i);
-
-  let peakRssBytes = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peakRssBytes = Math.max(peakRssBytes, process.memoryUsage().rss)), 20);
-  const latenciesMs: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < scenario.requests) {
-      const i = next++;
+/** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */
+function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
+  let running = true;
+  const done = (async () => {
+    let worst = 0;
+    while (running) {
       const started = performance.now();
-      await sendAndVerify(scenario, i);
-      latenciesMs.push(performance.now() - started);
+      const response = await fetch(url + probe.path, { headers: probe.headers });
+      await response.arrayBuffer();
+      if (!response.ok) throw new Error(`probe ${probe.path}: HTTP ${response.status}`);
+      worst = Math.max(worst, performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  };
-  const started = performance.now();
-  try {
-    await Promise.all(Array.from({ length: concurrency }, worker));
-  } finally {
-    clearInterval(sampler);
-  }
-  const seconds = (performance.now() - started) / 1000;
-  peakRssBytes = Math.max(peakRssBytes, process.memoryUsage().rss);
-  return { name: scenario.name, kind: 'measured', requests: scenario.requests, seconds, latenciesMs, peakRssBytes };
+    return worst;
+  })();
+  return () => ((running = false), done);
 }
 
-async function sendAndVerify(scenario: Scenario, i: number) {
-  const response = await scenario.send(i);
-  verify(scenario, response.status, await response.text());
-}
-
-function verify(scenario: Scenario, status: number, body: string) {
-  const problem = status !== (scenario.expectedStatus ?? 200) ? `HTTP ${status}` : scenario.check?.(body);
-  if (problem) throw new UnexpectedResponse(`${scenario.name}: ${problem}: ${body.slice(0, 300)}`);
-}
-
-/** Nearest-rank percentile. */
-export function percentile(sortedMs: number[], p: number): number {
-  return sortedMs[Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1)]!;
-}
-
-export function markdownTable(outcomes: Outcome[], concurrency: number): string {
-  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
-  const ms = (value: number) => value.toFixed(1);
-  const rows = outcomes.map((o) => {
-    if (o.kind === 'not-available') return `| ${o.name} | n/a | n/a | n/a | n/a | n/a | n/a |`;
-    const sorted = [...o.latenciesMs].sort((a, b) => a - b);
-    const rate = (o.requests / o.seconds).toFixed(1);
-    return `| ${o.name} | ${o.requests} | ${rate} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 95))} | ${ms(percentile(sorted, 99))} | ${mib(o.peakRssBytes)} |`;
+export async function runRound(scenario: Scenario, server: BenchProcess, options: { connections: number; seconds: number }): Promise<Round> {
+  await scenario.reset?.();
+  const before = await server.statements();
+  const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
+  const result = await autocannon({
+    url: server.url,
+    connections: options.connections,
+    duration: Math.max(options.seconds, scenario.minimumSeconds ?? 0),
+    requests: [
+      {
+        method: scenario.method,
+        path: scenario.path,
+        headers: scenario.headers,
+        body: scenario.body,
+        ...(scenario.vary && {
+          setupRequest: (request) => ({ ...request, ...scenario.vary!({ path: request.path!, body: request.body as string | undefined }) }),
+        }),
+      },
+    ],
   });
-  return [
-    `| Scenario (concurrency ${concurrency}) | Requests | Requests/s | p50 ms | p95 ms | p99 ms | Peak RSS |`,
-    '|---|---:|---:|---:|---:|---:|---:|',
-    ...rows,
-  ].join('\n');
+  const probeMaxMs = await stopProbe?.();
+  const after = await server.statements();
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0) {
+    const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'));
+    console.error(`${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`);
+  }
+  const requests = result['2xx'];
+  return {
+    requestsPerSecond: requests / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    requests,
+    sqlPerRequest: (after - before) / requests,
+    failed,
+    probeMaxMs,
+  };
 }
+
+/** The round with the higher throughput. */
+export const best = (a: Round | undefined, b: Round) => (a && a.requestsPerSecond >= b.requestsPerSecond ? a : b);

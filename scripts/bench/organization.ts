@@ -1,67 +1,84 @@
-// The benchmark's organization, as an import file: many users, channels, attachments and messages,
-// one administrator (the benchmark user) who owns a share of the attachments.
+// The benchmark's organizations, written as import files (docs/contract/organization-import.md) and
+// loaded through the importer: 50 users, one administrator (the benchmark user) who owns 500
+// attachments each linked from 3 messages, the organization's other attachments owned by others,
+// and many custom emoji.
 import { randomBytes } from 'node:crypto';
 import type { OrganizationFileInput } from '../../src/import/organization-file.js';
 
 export interface Volume {
   users: number;
-  channels: number;
+  /** Attachments of the whole organization, the benchmark user's included. */
   attachments: number;
-  /** How many of the attachments the benchmark user owns. */
+  /** How many of them the benchmark user owns; each is linked from `linksPerOwned` messages. */
   ownedByBenchUser: number;
-  messages: number;
-  /** Active custom emoji, at least as many as the deactivation requests. */
+  linksPerOwned: number;
   emoji: number;
 }
 
-export const FULL: Volume = { users: 200, channels: 50, attachments: 2000, ownedByBenchUser: 500, messages: 5000, emoji: 1200 };
-export const QUICK: Volume = { users: 30, channels: 8, attachments: 200, ownedByBenchUser: 50, messages: 500, emoji: 120 };
+/** The issue's data set, and the variants that show whether the organization's size costs per request. */
+export const FULL = {
+  main: { users: 50, attachments: 20_500, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 40_000 },
+  small: { users: 50, attachments: 2_000, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 0 },
+  large: { users: 50, attachments: 200_000, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 0 },
+} satisfies Record<string, Volume>;
+
+export const QUICK = {
+  main: { users: 20, attachments: 1_000, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 4_000 },
+  small: { users: 20, attachments: 200, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
+  large: { users: 20, attachments: 5_000, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
+} satisfies Record<string, Volume>;
+
+export type DataSet = keyof typeof FULL;
 
 export const BENCH_DOMAIN = 'bench.example';
-export const BENCH_USER_EMAIL = `user0@${BENCH_DOMAIN}`;
 export const emojiName = (i: number) => `bench_emoji_${i}`;
 
-export function benchOrganization(volume: Volume, now = Date.now()): OrganizationFileInput {
-  const stringId = `bench-${randomBytes(4).toString('hex')}`;
+export function describeVolume(v: Volume): string {
+  return `${v.users} users, ${v.attachments} attachments (${v.ownedByBenchUser} the benchmark user's, each linked from ${v.linksPerOwned} messages), ${v.emoji} custom emoji`;
+}
+
+export function benchOrganization(name: string, volume: Volume, now = Date.now()): { file: OrganizationFileInput; benchUserEmail: string } {
+  const tag = `${name}-${randomBytes(3).toString('hex')}`;
   const monthAgo = Math.floor(now / 1000) - 30 * 86_400;
-  const email = (i: number) => `user${i}@${BENCH_DOMAIN}`;
+  const email = (i: number) => `user${i}-${tag}@${BENCH_DOMAIN}`;
   const users = Array.from({ length: volume.users }, (_, i) => ({
     email: email(i),
     full_name: `Bench User ${i}`,
-    role: i === 0 ? 200 : i % 50 === 1 ? 300 : i % 40 === 2 ? 600 : 400,
+    role: i === 0 ? 200 : i % 10 === 1 ? 300 : 400,
     date_joined: monthAgo,
   }));
-  const channels = Array.from({ length: volume.channels }, (_, c) => ({
-    name: `channel-${c}`,
-    is_default: c < 2,
-    subscribers: users.filter((_, u) => u % volume.channels === c || u === 0).map((u) => u.email),
-  }));
-  // Messages name attachments by id, and the importer keeps those ids: a random range stays clear of
-  // other organizations in a shared PostgreSQL database.
-  const firstAttachmentId = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+  const others = volume.users - 1;
   const attachments = Array.from({ length: volume.attachments }, (_, a) => ({
-    id: firstAttachmentId + a,
-    owner: a < volume.ownedByBenchUser ? email(0) : email(1 + (a % (volume.users - 1))),
+    owner: a < volume.ownedByBenchUser ? email(0) : email(1 + (a % others)),
     name: `file-${a}.pdf`,
     size: 1_000 + a * 7_919,
-    create_time: monthAgo + a * 60,
+    create_time: monthAgo + a,
   }));
-  const messages = Array.from({ length: volume.messages }, (_, m) => ({
+  // Attachment ids are assigned by the importer; messages refer to the file's ids, so give them ids
+  // from a random range that stays clear of other organizations in the same database.
+  const firstId = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+  const withIds = attachments.map((a, i) => ({ ...a, id: firstId + i }));
+  const messages = Array.from({ length: volume.ownedByBenchUser * volume.linksPerOwned }, (_, m) => ({
     sender: email(m % volume.users),
-    channel: `channel-${m % volume.channels}`,
+    channel: 'general',
     topic: `topic ${m % 20}`,
     content: `Message ${m} with an attachment`,
     date_sent: monthAgo + 3_600 + m * 30,
-    // Each attachment is referenced by two or three messages.
-    attachment_ids: [firstAttachmentId + (m % volume.attachments)],
+    attachment_ids: [firstId + (m % volume.ownedByBenchUser)],
   }));
   return {
-    organization: { string_id: stringId, name: 'Benchmark organization', max_invites: null, license_limit: null },
-    users,
-    channels,
-    user_groups: [{ name: 'everyone-in-bench', members: users.slice(0, 20).map((u) => u.email) }],
-    custom_emoji: Array.from({ length: volume.emoji }, (_, e) => ({ name: emojiName(e), author: email(e % volume.users) })),
-    attachments,
-    messages,
+    benchUserEmail: email(0),
+    file: {
+      organization: { string_id: tag, name: `Benchmark ${name}`, max_invites: null, license_limit: null },
+      users,
+      channels: [{ name: 'general', is_default: true, subscribers: users.map((u) => u.email) }],
+      custom_emoji: Array.from({ length: volume.emoji }, (_, e) => ({ name: emojiName(e), author: email(e % volume.users) })),
+      attachments: withIds,
+      messages,
+    },
   };
 }
+
+/** The GraphQL request of the benchmark (the floor knows only this one). */
+export const ATTACHMENTS_QUERY =
+  '{ attachments { uploadSpaceUsed attachments { id name pathId url size createTime messages { id dateSent } } } }';

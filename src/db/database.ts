@@ -6,7 +6,7 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { StartupError } from '../startup-error.js';
 import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
-import { applyMigrationsAndDisconnect } from './migrations.js';
+import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
 
 export type Prisma = PrismaClient;
 
@@ -63,7 +63,7 @@ async function openPostgres(connectionString: string, kind: Database['kind'], af
 async function migrateOnce(connectionString: string): Promise<void> {
   await withClient(connectionString, async (client) => {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
+    if (await hasPendingMigrations(client)) await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
   });
 }
 

@@ -4,7 +4,6 @@ import type { Prisma } from '../db/database.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import { loadInvitePermissions, type InvitePermissions } from '../domain/invitations/invite-permissions.js';
 import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
-import { linkedMessagesByAttachment, type LinkedMessage } from '../domain/attachments/attachments.js';
 
 export interface UserSummary {
   id: number;
@@ -32,11 +31,6 @@ export function createLoaders(prisma: Prisma) {
       });
       const byId = new Map(users.map((u) => [u.id, u]));
       return ids.map((id) => byId.get(id) ?? null);
-    }),
-    /** Messages linking to each attachment (any sender's), ascending id; one query per batch. */
-    messagesByAttachmentId: new DataLoader<number, LinkedMessage[]>(async (ids) => {
-      const byAttachment = await linkedMessagesByAttachment(prisma, ids);
-      return ids.map((id) => byAttachment.get(id)!);
     }),
     /** Channels each user is subscribed to, by name; one query per batch. */
     subscribedChannelsByUserId: new DataLoader<number, { id: number; name: string; isDefault: boolean }[]>(async (ids) => {

@@ -2,7 +2,8 @@
 // temporary URLs, and custom emoji images under /user_avatars/. Access is decided by the domain;
 // this module turns the decision into the reference's statuses, bodies and headers.
 import { Readable } from 'node:stream';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
+import { clientAddress } from './app.js';
 import rangeParser from 'range-parser';
 import type { AppContext } from '../app-context.js';
 import { authenticateApiKey, authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
@@ -62,11 +63,11 @@ export function fileForbidden(request: Request, viewer: Actor | null): Response 
 }
 
 /** Basic auth, or the API key alone in `?api_key=`; no credentials: a spectator (null). */
-async function viewerOf(app: AppContext, request: Request): Promise<Actor | null> {
+async function viewerOf(app: AppContext, request: Request, address: string): Promise<Actor | null> {
   const header = request.headers.get('authorization');
-  if (header) return authenticateRequest(app, header);
+  if (header) return authenticateRequest(app, header, address);
   const apiKey = new URL(request.url).searchParams.get('api_key');
-  if (apiKey !== null) return authenticateApiKey(app.prisma, apiKey);
+  if (apiKey !== null) return authenticateApiKey(app.prisma, apiKey, undefined, app.authCache);
   return null;
 }
 
@@ -144,12 +145,12 @@ export function mountFileRoutes(http: Hono, app: AppContext): void {
       return serveUpload(app, c.req.raw, file, false);
     }),
   );
-  const serve = (prefix: string, forceDownload: boolean) => (c: { req: { raw: Request } }) =>
+  const serve = (prefix: string, forceDownload: boolean) => (c: Context) =>
     withDomainErrors(async () => {
       const request = c.req.raw;
       const pathId = decodedPath(request, prefix);
       if (pathId === null || !/^[0-9]+\/./.test(pathId)) return fileMissing(request);
-      const viewer = await viewerOf(app, request);
+      const viewer = await viewerOf(app, request, clientAddress(c));
       const access = await accessFile(app, viewer, pathId);
       if (access.kind === 'missing') return fileMissing(request);
       if (access.kind === 'forbidden') return fileForbidden(request, viewer);

@@ -257,9 +257,22 @@ async function createChannels(
   return channelIds;
 }
 
+/** Rows per bulk insert: large files (hundreds of thousands of rows) stay within bounded memory. */
+const SLICE_ROWS = 5_000;
+
+/** Inserts `rows` in slices, one statement each, and returns what each slice returned, in order. */
+async function inSlices<T, R>(rows: T[], insert: (slice: T[]) => Promise<R[] | { count: number }>): Promise<R[]> {
+  const returned: R[] = [];
+  for (let i = 0; i < rows.length; i += SLICE_ROWS) {
+    const result = await insert(rows.slice(i, i + SLICE_ROWS));
+    if (Array.isArray(result)) returned.push(...result);
+  }
+  return returned;
+}
+
 async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
-  await tx.customEmoji.createMany({
-    data: file.custom_emoji.map((e) => ({
+  await inSlices(file.custom_emoji, (slice) => tx.customEmoji.createMany({
+    data: slice.map((e) => ({
       id: e.id,
       organizationId,
       name: e.name,
@@ -267,7 +280,7 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
       deactivated: e.deactivated,
       fileName: e.file_name ?? `${e.name}.png`,
     })),
-  });
+  }));
 }
 
 async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
@@ -281,7 +294,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
     createTime: fromUnix(a.create_time),
     pathId: a.path_id ?? newPathId(organizationId, fitName(sanitizeName(a.name))),
   }));
-  const rows = await insertAttachments(tx, organizationId, data);
+  const rows = await inSlices(data, (slice) => insertAttachments(tx, organizationId, slice));
   // File ids map to database ids (the same when the file gave them).
   return { attachmentIds: new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id])), pathIds: data.map((d) => d.pathId) };
 }
@@ -294,8 +307,8 @@ async function createMessages(
   channelIds: Map<string, number>,
   attachmentIds: Map<number, number>,
 ) {
-  const rows = await tx.message.createManyAndReturn({
-    data: file.messages.map((m) => ({
+  const rows = await inSlices(file.messages, (slice) => tx.message.createManyAndReturn({
+    data: slice.map((m) => ({
       id: m.id,
       organizationId,
       senderId: userId(m.sender),
@@ -305,14 +318,13 @@ async function createMessages(
       dateSent: fromUnix(m.date_sent),
     })),
     select: { id: true },
-  });
+  }));
   const messageId = (i: number) => rows[i]!.id;
   await tx.directMessageRecipient.createMany({
     data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),
   });
-  await tx.messageAttachment.createMany({
-    data: file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! }))),
-  });
+  const links = file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! })));
+  await inSlices(links, (slice) => tx.messageAttachment.createMany({ data: slice }));
 }
 
 /** Explicit ids leave sequences behind; move each forward past the highest id (never backwards). */

@@ -7,9 +7,11 @@ const NEVER_CACHE: Record<string, string> = {
 };
 
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body) + '\n', {
+  const text = JSON.stringify(body) + '\n';
+  return new Response(text, {
     status,
-    headers: { 'Content-Type': 'application/json', Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
+    // The length lets compression skip small bodies (src/http/app.ts).
+    headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
   });
 }
 

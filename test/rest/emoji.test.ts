@@ -2,6 +2,7 @@
 // database: whole bodies, statuses, and what was (or was not) written.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectMatchesOpenApi } from '../support/openapi.js';
+import { startCountingApp } from '../support/query-count.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
@@ -219,5 +220,26 @@ describe('GET /realm/emoji', () => {
     const anonymous = await callApi(server.url, 'GET', '/realm/emoji');
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual({ result: 'error', msg: 'Not logged in: API authentication or user session required', code: 'UNAUTHORIZED' });
+  });
+});
+
+describe('SQL statements', () => {
+  test('a deactivation is authentication, one lookup and one write (update and audit entry together), its event time now', async () => {
+    const counting = await startCountingApp();
+    try {
+      const world = await createWorld(counting.prisma);
+      const before = Date.now();
+      const { response, statements } = await counting.request('/api/v1/realm/emoji/green_tick', {
+        method: 'DELETE',
+        headers: { authorization: world.users.member.auth },
+      });
+      expect(response.status).toBe(200);
+      expect(statements).toBe(3);
+      const [entry] = await counting.prisma.auditLogEntry.findMany({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_REMOVED' } });
+      // Stored in UTC like every other time of the schema: within a minute of the request.
+      expect(Math.abs(entry!.eventTime.getTime() - before)).toBeLessThan(60_000);
+    } finally {
+      await counting.close();
+    }
   });
 });

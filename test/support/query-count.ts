@@ -6,6 +6,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
+import { AuthCache, listenForAuthChanges } from '../../src/domain/auth/auth-cache.js';
 import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { createApp } from '../../src/http/app.js';
@@ -14,15 +15,20 @@ import { testDatabaseUrl } from './server.js';
 export const COUNTING_SERVER_URL = 'http://counting.test';
 
 export async function startCountingApp() {
-  const adapter = new PrismaPg({ connectionString: await testDatabaseUrl() });
+  const connectionString = await testDatabaseUrl();
+  const adapter = new PrismaPg({ connectionString });
   const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
   let statements = 0;
   client.$on('query', () => statements++);
   const prisma = client as unknown as Prisma;
+  // As in the server: authenticated users are cached, and dropped when the database notifies a change.
+  const authCache = new AuthCache();
+  const stopListening = await listenForAuthChanges(authCache, connectionString);
   const app: AppContext = {
     prisma,
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter([]),
+    rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
+    authCache,
     notifyOutbox: () => {},
     storage: openStorage(loadConfig({})),
   };
@@ -37,6 +43,7 @@ export async function startCountingApp() {
       return { response, statements: statements - before };
     },
     async close() {
+      await stopListening();
       await client.$disconnect();
     },
   };

@@ -3,6 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { Prisma } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
+import type { AuthCache } from './auth-cache.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 
 export interface Actor {
@@ -41,28 +42,62 @@ export function parseBasicAuthorization(header: string): { username: string; api
   return { username: pieces[0]!.trim(), apiKey: pieces[1]!.trim() };
 }
 
-export async function authenticate(prisma: Prisma, authorizationHeader: string): Promise<Actor> {
+interface CredentialRow {
+  id: number;
+  organizationId: number;
+  email: string;
+  emailKey: string;
+  fullName: string;
+  role: number;
+  isBot: boolean;
+  botType: number | null;
+  dateJoined: Date;
+  isActive: boolean;
+  apiKeyHash: string;
+  organizationDeactivated: boolean;
+}
+
+/** The user owning the key and their organization's state, in one statement (every request pays it on a cache miss). */
+async function readCredentials(prisma: Prisma, apiKeyHash: string): Promise<CredentialRow | undefined> {
+  const rows = await prisma.$queryRaw<CredentialRow[]>`
+    SELECT u.id, u."organizationId", u.email, u."emailKey", u."fullName", u.role, u."isBot", u."botType", u."dateJoined",
+           u."isActive", u."apiKeyHash", o.deactivated AS "organizationDeactivated"
+      FROM user_account u JOIN organization o ON o.id = u."organizationId"
+     WHERE u."apiKeyHash" = ${apiKeyHash}`;
+  return rows[0];
+}
+
+/**
+ * Only successful authentications are cached, so every refusal below is re-checked against the
+ * database; a cached entry is dropped as soon as its row changes (auth-cache.ts).
+ */
+export async function authenticate(prisma: Prisma, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
-  return authenticateApiKey(prisma, apiKey, username);
+  return authenticateApiKey(prisma, apiKey, username, cache);
 }
 
 /**
  * The user holding `apiKey` (and, when given, the e-mail `username`), with the reference's checks.
  * File URLs accept the key alone (`?api_key=`), as the reference's mobile apps send it.
  */
-export async function authenticateApiKey(prisma: Prisma, apiKey: string, username?: string): Promise<Actor> {
+export async function authenticateApiKey(prisma: Prisma, apiKey: string, username?: string, cache?: AuthCache): Promise<Actor> {
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
-  const user = await prisma.user.findUnique({
-    where: { apiKeyHash: hashApiKey(apiKey) },
-    include: { organization: { select: { deactivated: true } } },
-  });
-  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || (username !== undefined && user.emailKey !== username.toLowerCase())) {
+  const apiKeyHash = hashApiKey(apiKey);
+  const wrongUser = (emailKey: string) => username !== undefined && emailKey !== username.toLowerCase();
+  const cached = cache?.get(apiKeyHash);
+  if (cached) {
+    if (wrongUser(cached.emailKey)) throw unauthorized('Invalid API key');
+    return cached.actor;
+  }
+  const ticket = cache?.ticket() ?? 0;
+  const user = await readCredentials(prisma, apiKeyHash);
+  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || wrongUser(user.emailKey)) {
     throw unauthorized('Invalid API key');
   }
-  if (user.organization.deactivated) throw unauthorized('This organization has been deactivated');
+  if (user.organizationDeactivated) throw unauthorized('This organization has been deactivated');
   if (!user.isActive) throw unauthorized('Account is deactivated');
   if (user.botType === 2) throw unauthorized('This API is not available to incoming webhook bots.');
-  return {
+  const actor: Actor = {
     id: user.id,
     organizationId: user.organizationId,
     email: user.email,
@@ -72,11 +107,22 @@ export async function authenticateApiKey(prisma: Prisma, apiKey: string, usernam
     botType: user.botType,
     dateJoined: user.dateJoined,
   };
+  cache?.set(apiKeyHash, { emailKey: user.emailKey, actor }, ticket);
+  return actor;
 }
 
-/** What both doors call: credentials, then the per-user rate limit. */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string, _clientAddress = ''): Promise<Actor> {
-  const actor = await authenticate(app.prisma, authorizationHeader);
-  app.rateLimiter.hit(actor.id);
+/**
+ * What both doors call: credentials, then the per-user rate limit. A failed login counts against
+ * the client address, which is refused with RATE_LIMIT_HIT (valid credentials too) once over its limit.
+ */
+export async function authenticateRequest(app: AppContext, authorizationHeader: string, clientAddress: string): Promise<Actor> {
+  let actor: Actor;
+  try {
+    actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
+  } catch (error) {
+    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress);
+    throw error;
+  }
+  await app.rateLimiter.hit(actor.id, 1, clientAddress);
   return actor;
 }

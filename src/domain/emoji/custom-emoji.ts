@@ -3,7 +3,6 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
-import { inTransaction } from '../transaction.js';
 import { isAdministrator } from '../users/roles.js';
 import { emojiImagePath, emojiStillPath } from '../uploads/paths.js';
 
@@ -74,18 +73,13 @@ export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: 
     throw badRequest('Must be an organization administrator or emoji author');
   }
   const deactivated = { ...emoji, deactivated: true };
-  await inTransaction(prisma, async (tx) => {
-    // Conditional on still being active: of two concurrent requests exactly one wins.
-    const { count } = await tx.customEmoji.updateMany({ where: { id: emoji.id, deactivated: false }, data: { deactivated: true } });
-    if (count === 0) throw doesNotExist(name);
-    await tx.auditLogEntry.create({
-      data: {
-        organizationId: actor.organizationId,
-        actorId: actor.id,
-        eventType: REALM_EMOJI_REMOVED,
-        extraData: { before: emojiDict(emoji), after: emojiDict(deactivated) },
-      },
-    });
-  });
+  const audit = { before: emojiDict(emoji), after: emojiDict(deactivated) };
+  // One statement, so no transaction: conditional on still being active, so of two concurrent
+  // requests exactly one wins, and the audit entry is written only by the winner.
+  const changed = await prisma.$executeRaw`
+    WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = ${emoji.id} AND NOT deactivated RETURNING id)
+    INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
+    SELECT ${actor.organizationId}, ${actor.id}, ${REALM_EMOJI_REMOVED}, now() AT TIME ZONE 'UTC', ${JSON.stringify(audit)}::jsonb FROM updated`;
+  if (changed === 0) throw doesNotExist(name);
   return deactivated;
 }

@@ -1,10 +1,10 @@
-import { attachmentUrl, listOwnAttachments, type AttachmentRecord } from '../../domain/attachments/attachments.js';
+import { attachmentUrl, listOwnAttachments, type OwnAttachment } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { unixSeconds } from './scalars.js';
 
-export type AttachmentShape = AttachmentRecord;
+export type AttachmentShape = OwnAttachment;
 
 export interface AttachmentListShape {
   attachments: AttachmentShape[];
@@ -33,12 +33,12 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
     messageIds: t.field({
       type: ['Int'],
       description: 'Messages, by any user of the organization, that reference the file.',
-      resolve: async (a, _args, context) => (await context.loaders.messagesByAttachmentId.load(a.id)).map((m) => m.id),
+      resolve: (a) => a.messages.map((m) => m.id),
     }),
     messages: t.field({
       type: [AttachmentMessage],
       description: 'The same messages with their send times, loaded in one batch for all attachments.',
-      resolve: (a, _args, context) => context.loaders.messagesByAttachmentId.load(a.id),
+      resolve: (a) => a.messages,
     }),
   }),
 });

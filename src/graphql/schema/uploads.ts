@@ -51,7 +51,8 @@ builder.mutationField('uploadFile', (t) =>
     resolve: (_root, args, context): Promise<UploadFileSuccessShape | ErrorShape> =>
       asResult(async () => {
         const { attachment, filename } = await uploadFile(context.app, actorOf(context), incomingFile(args.file));
-        return { attachment, filename };
+        // A new upload is linked from no message yet.
+        return { attachment: { ...attachment, messages: [] }, filename };
       }),
   }),
 );

@@ -1,6 +1,6 @@
 // GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
 // attachments service.
-import { deleteOwnAttachment, linkedMessagesByAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
+import { deleteOwnAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
 import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
@@ -20,7 +20,6 @@ export function jsonInteger(value: bigint): number {
 
 export const listAttachments: RestHandler = async ({ actor, params, app }) => {
   const { attachments, uploadSpaceUsed } = await listOwnAttachments(app.prisma, actor);
-  const messages = await linkedMessagesByAttachment(app.prisma, attachments.map((a) => a.id));
   return successResponse(
     {
       attachments: attachments.map((a) => ({
@@ -29,7 +28,7 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
         path_id: a.pathId,
         size: jsonInteger(a.size),
         create_time: unixSeconds(a.createTime),
-        message_ids: messages.get(a.id)!.map((m) => m.id),
+        message_ids: a.messages.map((m) => m.id),
       })),
       upload_space_used: jsonInteger(uploadSpaceUsed),
     },

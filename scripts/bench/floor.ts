@@ -1,0 +1,192 @@
+// The floor: the least a server can do to answer the benchmark's requests with the same statuses and
+// bodies as the real one. node:http, hand-written SQL through `pg`, no framework, no ORM. It knows
+// only the benchmark's requests (and assumes what its data guarantees: an administrator inviting
+// new addresses into an organization without limits, no channels).
+// Started by scripts/bench/processes.ts with DATABASE_URL, PORT, SERVER_URL and INVITATION_LINK_VALIDITY_MINUTES.
+import '../../src/db/statement-counter.js';
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import pg from 'pg';
+import { emojiDict } from '../../src/domain/emoji/custom-emoji.js';
+import { renderInvitationEmail } from '../../src/domain/email/invitation-email.js';
+import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
+import { ATTACHMENTS_QUERY } from './organization.js';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+const serverUrl = process.env.SERVER_URL!;
+const validityMinutes = Number(process.env.INVITATION_LINK_VALIDITY_MINUTES || 14400);
+
+interface Caller {
+  id: number;
+  organizationId: number;
+  role: number;
+  fullName: string;
+  email: string;
+}
+
+function send(res: ServerResponse, status: number, body: unknown, contentType = 'application/json') {
+  res.writeHead(status, { 'Content-Type': contentType });
+  res.end(JSON.stringify(body) + (contentType === 'application/json' ? '\n' : ''));
+}
+
+async function authenticate(req: IncomingMessage): Promise<Caller | undefined> {
+  const [scheme, encoded] = (req.headers.authorization ?? '').split(' ');
+  if (scheme !== 'Basic' || !encoded) return undefined;
+  const [email, key] = Buffer.from(encoded, 'base64').toString().split(':');
+  const hash = createHash('sha256').update(key ?? '').digest('hex');
+  const { rows } = await pool.query(
+    `SELECT u.id, u."organizationId", u.role, u."fullName", u.email, u."emailKey", u."isActive", o.deactivated
+       FROM user_account u JOIN organization o ON o.id = u."organizationId" WHERE u."apiKeyHash" = $1`,
+    [hash],
+  );
+  const user = rows[0];
+  if (!user || user.emailKey !== email?.toLowerCase() || !user.isActive || user.deactivated) return undefined;
+  return user;
+}
+
+async function ownAttachments(caller: Caller, withDates: boolean) {
+  const messages = withDates
+    ? `coalesce(json_agg(json_build_object('id', m.id, 'dateSent', floor(extract(epoch FROM m."dateSent"))::int) ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '[]')`
+    : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}')`;
+  const [list, total] = await Promise.all([
+    pool.query(
+      `SELECT a.id, a.name, a."pathId", a.size::float8 AS size, floor(extract(epoch FROM a."createTime"))::int AS "createTime", ${messages} AS messages
+         FROM attachment a LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
+         ${withDates ? 'LEFT JOIN message m ON m.id = ma."messageId"' : ''}
+        WHERE a."ownerId" = $1 AND a."organizationId" = $2 GROUP BY a.id ORDER BY a.id`,
+      [caller.id, caller.organizationId],
+    ),
+    // The organization's cached counter, as the server reads it.
+    pool.query(`SELECT "uploadSpaceUsed"::float8 AS total FROM organization WHERE id = $1`, [caller.organizationId]),
+  ]);
+  return { rows: list.rows, total: total.rows[0].total as number };
+}
+
+async function restAttachments(caller: Caller, res: ServerResponse) {
+  const { rows, total } = await ownAttachments(caller, false);
+  send(res, 200, {
+    result: 'success',
+    msg: '',
+    attachments: rows.map((a) => ({ id: a.id, name: a.name, path_id: a.pathId, size: a.size, create_time: a.createTime, message_ids: a.messages })),
+    upload_space_used: total,
+  });
+}
+
+async function graphqlAttachments(caller: Caller, res: ServerResponse) {
+  const { rows, total } = await ownAttachments(caller, true);
+  const attachments = rows.map((a) => ({
+    id: a.id,
+    name: a.name,
+    pathId: a.pathId,
+    url: `${serverUrl}/user_uploads/${a.pathId}`,
+    size: a.size,
+    createTime: a.createTime,
+    messages: a.messages,
+  }));
+  send(res, 200, { data: { attachments: { uploadSpaceUsed: total, attachments } } }, 'application/graphql-response+json; charset=utf-8');
+}
+
+async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse) {
+  const missing = () => send(res, 404, { result: 'error', msg: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });
+  const { rows } = await pool.query(
+    `SELECT id, "organizationId", name, deactivated, "authorId", "fileName" FROM custom_emoji
+      WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated ORDER BY id LIMIT 1`,
+    [caller.organizationId, name],
+  );
+  const emoji = rows[0];
+  if (!emoji) return missing();
+  if (caller.role > 200 && emoji.authorId !== caller.id) {
+    return send(res, 400, { result: 'error', msg: 'Must be an organization administrator or emoji author', code: 'BAD_REQUEST' });
+  }
+  const audit = { before: emojiDict(emoji), after: emojiDict({ ...emoji, deactivated: true }) };
+  const { rowCount } = await pool.query(
+    `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id)
+     INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "extraData")
+     SELECT $2, $3, 'REALM_EMOJI_REMOVED', $4::jsonb FROM updated`,
+    [emoji.id, caller.organizationId, caller.id, JSON.stringify(audit)],
+  );
+  if (rowCount === 0) return missing();
+  send(res, 200, { result: 'success', msg: '' });
+}
+
+async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse) {
+  const emails = [...new Set((body.get('invitee_emails') ?? '').split(/[,\n]/).map((e) => e.trim()).filter(Boolean))];
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + validityMinutes * 60_000);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const org = (await client.query(`SELECT name FROM organization WHERE id = $1 FOR UPDATE`, [caller.organizationId])).rows[0];
+    const existing = await client.query(`SELECT 1 FROM user_account WHERE "organizationId" = $1 AND "emailKey" = ANY($2)`, [
+      caller.organizationId,
+      emails.map((e) => e.toLowerCase()),
+    ]);
+    if (existing.rowCount) throw new Error('the floor invites new addresses only');
+    const keys = emails.map(() => generateConfirmationKey());
+    const created = await client.query(
+      `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
+       SELECT $1, email, $2, $3, $4, $5, key FROM unnest($6::text[], $7::text[]) AS t(email, key) RETURNING id, email, "confirmationKey"`,
+      [caller.organizationId, caller.id, Number(body.get('invite_as') ?? 400), now, expiresAt, emails, keys],
+    );
+    const rendered = created.rows.map((row) =>
+      renderInvitationEmail({
+        referrerName: caller.fullName,
+        referrerEmail: caller.email,
+        organizationName: org.name,
+        link: `${serverUrl}/accounts/do_confirm/${row.confirmationKey}`,
+        expiresAt,
+      }),
+    );
+    await client.query(
+      `INSERT INTO outbox_email ("organizationId", "invitationId", kind, "toAddress", subject, "textBody", "htmlBody", "createdAt", "nextAttemptAt")
+       SELECT $1, id, 'invitation', address, subject, text, html, $2, $2
+         FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[]) AS t(id, address, subject, text, html)`,
+      [
+        caller.organizationId,
+        now,
+        created.rows.map((r) => r.id),
+        created.rows.map((r) => r.email),
+        rendered.map((r) => r.subject),
+        rendered.map((r) => r.text),
+        rendered.map((r) => r.html),
+      ],
+    );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  } finally {
+    client.release();
+  }
+  send(res, 200, { result: 'success', msg: '' });
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString();
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse) {
+  const body = await readBody(req);
+  if (req.url === '/health') return send(res, 200, { status: 'ok' });
+  const caller = await authenticate(req);
+  if (!caller) return send(res, 401, { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' });
+  const emoji = /^\/api\/v1\/realm\/emoji\/([^/]+)$/.exec(req.url ?? '');
+  if (req.method === 'GET' && req.url === '/api/v1/attachments') return restAttachments(caller, res);
+  // The probe beside the invitations (its body is not compared).
+  if (req.method === 'GET' && req.url === '/api/v1/users/me') return send(res, 200, { result: 'success', msg: '', user_id: caller.id, role: caller.role });
+  if (req.method === 'POST' && req.url === '/graphql' && JSON.parse(body).query === ATTACHMENTS_QUERY) return graphqlAttachments(caller, res);
+  if (req.method === 'DELETE' && emoji) return deactivateEmoji(caller, decodeURIComponent(emoji[1]!), res);
+  if (req.method === 'POST' && req.url === '/api/v1/invites') return invite(caller, new URLSearchParams(body), res);
+  send(res, 404, { result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' });
+}
+
+const server = createServer((req, res) => {
+  handle(req, res).catch((error) => {
+    console.error(error);
+    if (!res.headersSent) send(res, 500, { result: 'error', msg: String(error), code: 'BAD_REQUEST' });
+  });
+});
+server.listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

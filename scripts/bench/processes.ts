@@ -1,0 +1,159 @@
+// The processes the benchmark measures: the real server, started as `npm start` starts it, and the
+// floor; their resident memory read from /proc, and their SQL statement counts (SIGUSR2).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { STATEMENT_COUNT_PREFIX } from '../../src/db/statement-counter.js';
+
+export interface BenchProcess {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  /** The process's own data directory (the embedded database lives there when DATABASE_URL is unset). */
+  dataDir: string;
+  /** Total SQL statements the process has sent so far. */
+  statements(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** How the real server is started: exactly as `npm start` starts it (`exec node <flags> dist/main.js`). */
+export function realServerCommand(): string[] {
+  const start: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start;
+  const [node, ...args] = start.replace(/^exec\s+/, '').split(/\s+/);
+  if (node !== 'node') throw new Error(`npm start is no longer "node ...": update realServerCommand (${start})`);
+  return args;
+}
+/** The administration CLI of the same build (`npm run cli`). */
+export const cliCommand = () => ['dist/cli/main.js'];
+
+export const FLOOR_COMMAND = ['--import', 'tsx', 'scripts/bench/floor.ts'];
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startProcess(name: string, args: string[], env: Record<string, string | undefined>, dataDir: string): Promise<BenchProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SQL_STATEMENT_COUNTER: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const counts: ((n: number) => void)[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.startsWith(STATEMENT_COUNT_PREFIX)) counts.shift()?.(Number(line.slice(STATEMENT_COUNT_PREFIX.length)));
+    else output.push(line);
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilServing(url, child, output);
+  return {
+    name,
+    url,
+    child,
+    dataDir,
+    statements: () =>
+      new Promise<number>((resolve) => {
+        counts.push(resolve);
+        child.kill('SIGUSR2');
+      }),
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode}):\n${output.join('\n')}`);
+    try {
+      const response = await fetch(`${url}/health`);
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer /health within 60 s:\n${output.join('\n')}`);
+}
+
+/** Resident memory of one process (VmRSS), in bytes; 0 once it has gone. */
+export const rssOf = (pid: number) => procField(`/proc/${pid}/status`, 'VmRSS');
+
+/**
+ * Proportional set size: resident memory with pages shared between processes divided among them, so
+ * the sum over PostgreSQL's processes counts its shared buffers once (their RSS would count them
+ * once per process).
+ */
+export const pssOf = (pid: number) => procField(`/proc/${pid}/smaps_rollup`, 'Pss');
+
+function procField(path: string, field: string): number {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(path, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The embedded PostgreSQL's processes: the postmaster named in postmaster.pid under dataDir, and its children. */
+export function embeddedPostgresPids(dataDir: string): number[] {
+  const pidFile = findFile(dataDir, 'postmaster.pid', 3);
+  if (!pidFile) return [];
+  const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  const children = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        // Field 4 of /proc/<pid>/stat is the parent pid; the command name (field 2) may hold spaces.
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [postmaster, ...children];
+}
+
+function findFile(dir: string, name: string, depth: number): string | undefined {
+  if (depth < 0 || !existsSync(dir)) return undefined;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isFile() && entry.name === name) return path;
+    if (entry.isDirectory()) {
+      const found = findFile(path, name, depth - 1);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Samples a set of processes' RSS until stopped; reports the peak of the server and of its database. */
+export function sampleRss(server: number, database: () => number[]) {
+  let serverPeak = rssOf(server);
+  let databasePeak = 0;
+  const sample = () => {
+    serverPeak = Math.max(serverPeak, rssOf(server));
+    databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + pssOf(pid), 0));
+  };
+  sample();
+  const timer = setInterval(sample, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return { serverPeak, databasePeak };
+    },
+  };
+}

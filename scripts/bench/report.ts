@@ -1,0 +1,80 @@
+// The benchmark's report: machine facts, and a Markdown table per database mode.
+import { cpus, loadavg, totalmem } from 'node:os';
+import pg from 'pg';
+import type { Round } from './load.js';
+
+export interface ScenarioResult {
+  name: string;
+  real: Round;
+  floor: Round;
+}
+
+export interface ModeResult {
+  mode: 'external' | 'embedded';
+  data: string;
+  scenarios: ScenarioResult[];
+  rss: {
+    serverAfterStart: number;
+    serverIdle: number;
+    serverPeak: number;
+    /** The embedded PostgreSQL's processes together; undefined on an external server. */
+    databasePeak?: number;
+    floorIdle: number;
+    floorPeak: number;
+  };
+}
+
+export async function machineFacts(externalUrl: string | undefined) {
+  let external = 'none';
+  if (externalUrl) {
+    const client = new pg.Client({ connectionString: externalUrl });
+    await client.connect();
+    external = (await client.query('SHOW server_version')).rows[0].server_version;
+    await client.end();
+  }
+  return {
+    cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    loadAverage: loadavg()[0]!.toFixed(2),
+    node: process.version,
+    externalPostgres: external,
+  };
+}
+
+const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
+const fixed = (n: number, digits = 1) => n.toFixed(digits);
+
+export function markdownReport(report: { quick: boolean; date: string; machine: Awaited<ReturnType<typeof machineFacts>>; load: { connections: number; seconds: number; rounds: number }; modes: ModeResult[] }): string {
+  const m = report.machine;
+  const lines = [
+    `# Benchmark${report.quick ? ' (--quick)' : ''}, ${report.date}`,
+    '',
+    `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
+    `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, best of ${report.load.rounds}, floor and server alternately.`,
+  ];
+  for (const mode of report.modes) {
+    lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
+    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|');
+    for (const s of mode.scenarios) {
+      lines.push(
+        `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
+          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} |`,
+      );
+    }
+    for (const s of mode.scenarios.filter((x) => x.real.failed + x.floor.failed > 0)) {
+      lines.push('', `**${s.name}: ${s.real.failed} failed answers from the server, ${s.floor.failed} from the floor** in the best rounds (see the run's log for their statuses).`);
+    }
+    for (const s of mode.scenarios.filter((x) => x.real.probeMaxMs !== undefined)) {
+      lines.push('', `Another user's GET /api/v1/users/me every 50 ms during "${s.name}": worst ${s.real.probeMaxMs!.toFixed(0)} ms (floor: ${s.floor.probeMaxMs!.toFixed(0)} ms).`);
+    }
+    const r = mode.rss;
+    lines.push(
+      '',
+      `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverIdle)} idle (after the import), ${mib(r.serverPeak)} peak under load` +
+        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS)`) +
+        `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
+    );
+  }
+  return lines.join('\n') + '\n';
+}
