@@ -63,3 +63,45 @@ export function zeros(size: number): Readable {
     { objectMode: false },
   );
 }
+
+/**
+ * A storage backend's failure, told apart from the database's: its own message names neither
+ * network errors nor file-system codes (the doors read those as a database outage).
+ */
+export class StorageError extends Error {
+  constructor(
+    operation: string,
+    key: string,
+    /** What the backend threw. */
+    readonly failure: unknown,
+  ) {
+    super(`File storage could not ${operation} ${key}`);
+    this.name = 'StorageError';
+  }
+}
+
+/**
+ * Wraps a backend so that its failures are StorageErrors. Errors of the bytes written (a size limit
+ * refusing a stream, a dropped upload) and refused keys pass through unchanged.
+ */
+export function guarded(backend: FileStorage): FileStorage {
+  const attempt = async <T>(operation: string, key: string, work: () => Promise<T>, passThrough: (error: unknown) => boolean = () => false): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof UnsafeStorageKeyError || passThrough(error)) throw error;
+      throw new StorageError(operation, key, error);
+    }
+  };
+  return {
+    write: (key, body, contentType) => {
+      let bodyFailure: unknown;
+      body.once('error', (error) => (bodyFailure = error));
+      return attempt('write', key, () => backend.write(key, body, contentType), (error) => error === bodyFailure);
+    },
+    writePlaceholder: (key, size, contentType) => attempt('write', key, () => backend.writePlaceholder(key, size, contentType)),
+    read: (key, range) => attempt('read', key, () => backend.read(key, range)),
+    stat: (key) => attempt('inspect', key, () => backend.stat(key)),
+    delete: (key) => attempt('delete', key, () => backend.delete(key)),
+  };
+}

@@ -3,8 +3,6 @@
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { DirectoryStorage } from '../../src/storage/directory-storage.js';
-import type { FileStorage } from '../../src/storage/storage.js';
 import { startTestS3, type TestS3 } from './s3.js';
 import { startTestServer, type TestServer } from './server.js';
 import type { ApiResponse } from './rest.js';
@@ -55,12 +53,11 @@ export async function startUploadServer(kind: StorageKind, uploads: Partial<Retu
   const server = await startTestServer({ uploads: { ...base, ...uploads, s3: s3?.config } });
   return {
     server,
-    storedKeys: () => listKeys(server.app.storage, s3),
+    storedKeys: () => (s3 ? s3.storedKeys() : listFiles(directoryOf(server))),
     async breakStorage() {
-      const storage = server.app.storage;
-      if (storage instanceof DirectoryStorage) {
-        await rm(storage.root, { recursive: true, force: true });
-        await writeFile(storage.root, 'not a directory');
+      if (!s3) {
+        await rm(directoryOf(server), { recursive: true, force: true });
+        await writeFile(directoryOf(server), 'not a directory');
       } else {
         await s3!.close();
         s3 = undefined;
@@ -73,10 +70,9 @@ export async function startUploadServer(kind: StorageKind, uploads: Partial<Retu
   };
 }
 
-async function listKeys(storage: FileStorage, s3: TestS3 | undefined): Promise<string[]> {
-  if (storage instanceof DirectoryStorage) {
-    const entries = await readdir(storage.root, { recursive: true, withFileTypes: true }).catch(() => []);
-    return entries.filter((e) => e.isFile()).map((e) => relative(storage.root, join(e.parentPath, e.name))).sort();
-  }
-  return s3!.storedKeys();
+const directoryOf = (server: TestServer) => server.app.config.uploads.directory ?? join(server.app.config.dataDir, 'uploads');
+
+async function listFiles(root: string): Promise<string[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative(root, join(e.parentPath, e.name))).sort();
 }
