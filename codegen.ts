@@ -9,7 +9,7 @@ const config: CodegenConfig = {
   generates: {
     'test/generated/': {
       preset: 'client',
-      config: { scalars: { SafeInt: 'number' }, enumsAsTypes: true, useTypeImports: true },
+      config: { scalars: { SafeInt: 'number', File: 'File' }, enumsAsTypes: true, useTypeImports: true },
       presetConfig: { fragmentMasking: false },
     },
   },

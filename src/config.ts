@@ -33,6 +33,54 @@ export interface Config {
   graphqlLimits: GraphQLLimits;
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
   allowedOrigins: string[];
+  uploads: UploadsConfig;
+}
+
+export interface S3Config {
+  bucket: string;
+  /** Undefined: AWS's own endpoint for the region. */
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+}
+
+export interface UploadsConfig {
+  /** The directory storage root (UPLOADS_DIR); undefined: DATA_DIR/uploads. Unused when `s3` is set. */
+  directory?: string;
+  /** Set when S3_BUCKET is: files go to that bucket instead of the directory. */
+  s3?: S3Config;
+  /** Largest file of POST /user_uploads, in MiB (MAX_FILE_UPLOAD_SIZE). */
+  maxFileUploadSizeMib: number;
+  /** Largest custom emoji file, in MiB (MAX_EMOJI_FILE_SIZE_MIB). */
+  maxEmojiFileSizeMib: number;
+  /** Lifetime of temporary file URLs (SIGNED_ACCESS_TOKEN_VALIDITY_IN_SECONDS). */
+  signedAccessTokenValiditySeconds: number;
+}
+
+function loadUploadsConfig(env: NodeJS.ProcessEnv): UploadsConfig {
+  const nonNegative = (name: string, fallback: number) => {
+    const value = integer(name, env[name], fallback)!;
+    if (value < 0) throw new Error(`${name} must not be negative`);
+    return value;
+  };
+  return {
+    directory: env.UPLOADS_DIR ? resolve(env.UPLOADS_DIR) : undefined,
+    s3: env.S3_BUCKET
+      ? {
+          bucket: env.S3_BUCKET,
+          endpoint: env.S3_ENDPOINT || undefined,
+          region: env.S3_REGION || 'us-east-1',
+          accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+          secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+          forcePathStyle: /^(1|true|yes)$/i.test(env.S3_FORCE_PATH_STYLE ?? ''),
+        }
+      : undefined,
+    maxFileUploadSizeMib: nonNegative('MAX_FILE_UPLOAD_SIZE', 100),
+    maxEmojiFileSizeMib: nonNegative('MAX_EMOJI_FILE_SIZE_MIB', 5),
+    signedAccessTokenValiditySeconds: nonNegative('SIGNED_ACCESS_TOKEN_VALIDITY_IN_SECONDS', 60),
+  };
 }
 
 function integer(name: string, value: string | undefined, fallback?: number): number | undefined {
@@ -96,5 +144,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
+    uploads: loadUploadsConfig(env),
   };
 }

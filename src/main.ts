@@ -13,7 +13,7 @@ async function start(): Promise<RunningServer> {
   const running = await startServer(config, undefined, { log: (line) => console.error(line) });
   // With PORT=0 the configured URL names port 0; links must name the port actually bound.
   if (!process.env.SERVER_URL && config.port === 0) running.app.config.serverUrl = running.url;
-  const demo = await ensureDemoOrganization(running.database.prisma);
+  const demo = await ensureDemoOrganization(running.database.prisma, running.app.storage);
   const facts = {
     baseUrl: running.app.config.serverUrl,
     mailDestination: running.outbox?.destination,

@@ -4,6 +4,7 @@ import { constants } from 'node:fs';
 import { access, mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Server } from 'node:http';
+import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
@@ -64,6 +65,7 @@ export async function startServer(
     rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,
     notifyOutbox: () => outbox?.wake(),
+    storage: openStorage(config),
     log: options.logger,
   };
   const http = createApp(app);

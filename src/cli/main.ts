@@ -6,6 +6,7 @@ import { loadConfig } from '../config.js';
 import { databaseOptionsFor, openDatabase, type Database } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
+import { openStorage } from '../storage/open-storage.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { createUser, resetApiKey } from '../import/users.js';
 import { StartupError } from '../startup-error.js';
@@ -29,7 +30,10 @@ const commands: Record<string, Command> = {
     required: [],
     positionals: 1,
     async run(database, [path], values) {
-      const imported = await importOrganization(database.prisma, await readImportFile(path!), { replace: values.replace === true });
+      const imported = await importOrganization(database.prisma, await readImportFile(path!), {
+        replace: values.replace === true,
+        storage: openStorage(loadConfig()),
+      });
       console.log(`${imported.id} ${imported.stringId}`);
     },
   },

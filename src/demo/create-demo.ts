@@ -1,5 +1,6 @@
 // Creates the demo organization when, and only when, the database holds no organization yet.
 import type { Prisma } from '../db/database.js';
+import type { FileStorage } from '../storage/storage.js';
 import { importOrganization } from '../import/import-organization.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { ROLE } from '../domain/users/roles.js';
@@ -14,12 +15,13 @@ export type DemoOutcome =
   | { created: true; stringId: string; name: string; owner: Credentials; member: Credentials }
   | { created: false; organizations: number; example?: { stringId: string; ownerEmail?: string } };
 
-export async function ensureDemoOrganization(prisma: Prisma): Promise<DemoOutcome> {
+/** With a storage, the demo's files get placeholder bytes of their sizes, so they can be served. */
+export async function ensureDemoOrganization(prisma: Prisma, storage?: FileStorage): Promise<DemoOutcome> {
   if ((await prisma.organization.count()) > 0) return notCreated(prisma);
   const parsed = parseOrganizationFile(demoOrganizationFile());
   if (!parsed.ok) throw new Error(`The demo organization file is invalid: ${JSON.stringify(parsed.problems)}`);
   try {
-    const imported = await importOrganization(prisma, parsed.value);
+    const imported = await importOrganization(prisma, parsed.value, { storage });
     const credentials = (email: string) => ({ email, apiKey: imported.apiKeys.get(email)! });
     return {
       created: true,

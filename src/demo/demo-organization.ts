@@ -1,6 +1,6 @@
 // The demo organization `npm start` creates on an empty database: an organization import file
 // (docs/contract/organization-import.md), so it is created the one way every organization is.
-import { newPathId } from '../import/import-organization.js';
+import { newPathId } from '../domain/uploads/paths.js';
 import type { OrganizationFileInput } from '../import/organization-file.js';
 import { ROLE } from '../domain/users/roles.js';
 

@@ -8,7 +8,9 @@ export type ErrorCode =
   | 'INVITATION_FAILED'
   | 'UNAUTHORIZED'
   | 'UNAUTHORIZED_PRINCIPAL'
-  | 'RATE_LIMIT_HIT';
+  | 'RATE_LIMIT_HIT'
+  | 'REALM_UPLOAD_QUOTA'
+  | 'BAD_IMAGE';
 
 export interface DomainErrorOptions {
   code?: ErrorCode;

@@ -4,7 +4,7 @@ import type { GraphQLContext } from './context.js';
 
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
-  Scalars: { SafeInt: { Input: number; Output: number | bigint } };
+  Scalars: { SafeInt: { Input: number; Output: number | bigint }; File: { Input: File; Output: never } };
   DefaultFieldNullability: false;
   DefaultInputFieldRequiredness: false;
 }>({ defaultFieldNullability: false });

@@ -9,14 +9,19 @@ import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { jsonResponse } from '../rest/envelope.js';
-import { API_PREFIX, dispatchRest } from '../rest/dispatch.js';
+import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { crossOriginRules } from './cross-origin.js';
+import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 
-/** No request of this API needs more (no uploads here); bigger bodies are refused before parsing. */
+/** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+const tooLarge = (limit: string) => () => jsonResponse({ result: 'error', msg: `Request body too large (limit: ${limit})`, code: 'BAD_REQUEST' }, 413);
+
+const isMultipart = (request: Request) => /^multipart\/form-data/i.test(request.headers.get('content-type') ?? '');
 
 /** The peer's address (no proxy headers are trusted); empty when served in-process. */
 export function clientAddress(c: Context): string {
@@ -51,12 +56,17 @@ export function createApp(app: AppContext): Hono {
       log.info({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
     });
   });
-  http.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => jsonResponse({ result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' }, 413),
-    }),
-  );
+  const standardLimit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge('1 MiB') });
+  // GraphQL multipart requests are parsed whole before the resolver runs: one largest file and 1 MiB more.
+  const { maxFileUploadSizeMib, maxEmojiFileSizeMib } = app.config.uploads;
+  const graphqlUploadMib = Math.max(maxFileUploadSizeMib, maxEmojiFileSizeMib) + 1;
+  const graphqlUploadLimit = bodyLimit({ maxSize: graphqlUploadMib * 1024 * 1024, onError: tooLarge(`${graphqlUploadMib} MiB`) });
+  http.use((c, next) => {
+    // Upload routes stream their bodies and enforce their own limits as the bytes arrive.
+    if (streamsBody(restRoutes, c.req.raw)) return next();
+    if (c.req.path === '/graphql' && isMultipart(c.req.raw)) return graphqlUploadLimit(c, next);
+    return standardLimit(c, next);
+  });
   // gzip or deflate as the client accepts, streamed; bodies under 1 KiB that declare their length stay as they are.
   http.use(compress());
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
@@ -78,6 +88,7 @@ export function createApp(app: AppContext): Hono {
     }
   });
   mountAcceptancePages(http, app);
+  mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error) => {

@@ -1,10 +1,13 @@
 // Writes a validated organization file in one transaction (docs/contract/organization-import.md).
-import { randomBytes, randomInt } from 'node:crypto';
 import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
 import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
 import { insertAttachments } from '../domain/attachments/upload-space.js';
+import { fileKey, newPathId } from '../domain/uploads/paths.js';
+import type { FileStorage } from '../storage/storage.js';
+import { Readable } from 'node:stream';
+import { fitName, sanitizeName } from '../domain/uploads/file-names.js';
 import { SYSTEM_GROUP_NAMES, type GroupSettingValue, type OrganizationFile } from './organization-file.js';
 
 type Tx = PrismaNamespace.TransactionClient;
@@ -24,16 +27,32 @@ export const SYSTEM_BOTS = [
 const TABLES_WITH_IDS = ['organization', 'user_account', 'user_group', 'channel', 'custom_emoji', 'attachment', 'message'];
 const fromUnix = (seconds: number | undefined) => (seconds === undefined ? undefined : new Date(seconds * 1000));
 
-export async function importOrganization(
-  prisma: Prisma,
-  file: OrganizationFile,
-  options: { replace?: boolean } = {},
-): Promise<ImportedOrganization> {
-  return prisma.$transaction((tx) => writeOrganization(tx, file, options.replace ?? false), { timeout: 300_000, maxWait: 30_000 });
+export interface ImportOptions {
+  /** Drop an organization with the same string_id first (its stored files too). */
+  replace?: boolean;
+  /**
+   * Where the attachments' bytes go: `content_base64` when the file carries it, else a placeholder
+   * of `size` zero bytes. Without a storage only the rows are written (test worlds).
+   */
+  storage?: FileStorage;
 }
 
-async function writeOrganization(tx: Tx, file: OrganizationFile, replace: boolean): Promise<ImportedOrganization> {
-  await removeExisting(tx, file.organization.string_id, replace);
+export async function importOrganization(prisma: Prisma, file: OrganizationFile, options: ImportOptions = {}): Promise<ImportedOrganization> {
+  const written: string[] = [];
+  const replaced: string[] = [];
+  try {
+    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, written, replaced), { timeout: 300_000, maxWait: 30_000 });
+    await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
+    return imported;
+  } catch (error) {
+    await Promise.all(written.map((key) => options.storage!.delete(key).catch(() => false)));
+    throw error;
+  }
+}
+
+async function writeOrganization(tx: Tx, file: OrganizationFile, options: ImportOptions, written: string[], replaced: string[]): Promise<ImportedOrganization> {
+  if (options.storage) replaced.push(...(await storedFilesOf(tx, file.organization.string_id)));
+  await removeExisting(tx, file.organization.string_id, options.replace ?? false);
   const org = await createOrganizationRow(tx, file);
   const groupIds = await createSystemGroups(tx, org.id);
   const { userIds, apiKeys } = await createUsers(tx, org.id, file);
@@ -43,10 +62,27 @@ async function writeOrganization(tx: Tx, file: OrganizationFile, replace: boolea
   await applyGroupSettings(tx, org.id, file, groupIds, setting);
   const channelIds = await createChannels(tx, org.id, file, setting, userId);
   await createEmoji(tx, org.id, file, userId);
-  const attachmentIds = await createAttachments(tx, org.id, file, userId);
+  const { attachmentIds, pathIds } = await createAttachments(tx, org.id, file, userId);
   await createMessages(tx, org.id, file, userId, channelIds, attachmentIds);
+  if (options.storage) await storeAttachmentBytes(options.storage, file, pathIds, written);
   await bumpSequences(tx);
   return { id: org.id, stringId: org.stringId, apiKeys };
+}
+
+async function storedFilesOf(tx: Tx, stringId: string): Promise<string[]> {
+  const rows = await tx.attachment.findMany({ where: { organization: { stringId } }, select: { pathId: true } });
+  return rows.map((r) => fileKey(r.pathId));
+}
+
+/** Each imported attachment's bytes: the content the file carried, or zeros of the stated size. */
+async function storeAttachmentBytes(storage: FileStorage, file: OrganizationFile, pathIds: string[], written: string[]) {
+  for (const [i, a] of file.attachments.entries()) {
+    const key = fileKey(pathIds[i]!);
+    const type = a.content_type ?? 'application/octet-stream';
+    written.push(key);
+    if (a.content_base64 !== undefined) await storage.write(key, Readable.from([Buffer.from(a.content_base64, 'base64')]), type);
+    else await storage.writePlaceholder(key, a.size, type);
+  }
 }
 
 async function removeExisting(tx: Tx, stringId: string, replace: boolean) {
@@ -247,28 +283,20 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
   }));
 }
 
-/** `<organization id>/<1-2 hex chars>/<24-char URL-safe token>/<name>`, the reference's local layout. */
-export function newPathId(organizationId: number, fileName: string): string {
-  const token = randomBytes(18).toString('base64url');
-  return `${organizationId}/${randomInt(256).toString(16)}/${token}/${fileName}`;
-}
-
 async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
-  const rows = await inSlices(file.attachments, (slice) => insertAttachments(
-    tx,
+  const data = file.attachments.map((a) => ({
+    id: a.id,
     organizationId,
-    slice.map((a) => ({
-      id: a.id,
-      organizationId,
-      ownerId: userId(a.owner),
-      name: a.name,
-      size: BigInt(a.size),
-      createTime: fromUnix(a.create_time),
-      pathId: a.path_id ?? newPathId(organizationId, a.name),
-    })),
-  ));
+    ownerId: userId(a.owner),
+    name: a.name,
+    size: BigInt(a.size),
+    contentType: a.content_type ?? null,
+    createTime: fromUnix(a.create_time),
+    pathId: a.path_id ?? newPathId(organizationId, fitName(sanitizeName(a.name))),
+  }));
+  const rows = await inSlices(data, (slice) => insertAttachments(tx, organizationId, slice));
   // File ids map to database ids (the same when the file gave them).
-  return new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id]));
+  return { attachmentIds: new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id])), pathIds: data.map((d) => d.pathId) };
 }
 
 async function createMessages(

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ROLE_CODES } from '../domain/users/roles.js';
 import { API_KEY_PATTERN } from '../domain/users/api-keys.js';
+import { isValidPathId } from '../domain/uploads/paths.js';
 
 export const SYSTEM_GROUP_NAMES = [
   'role:nobody',
@@ -96,7 +97,9 @@ const attachment = z.strictObject({
   name: z.string().min(1).max(255),
   size: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   create_time: unixTime.optional(),
-  path_id: z.string().min(1).optional(),
+  path_id: z.string().min(1).max(1000).refine(isValidPathId, 'must be <organization id>/... with no empty, . or .. segment').optional(),
+  content_type: z.string().min(1).max(255).regex(/^[\x21-\x7e][\x20-\x7e]*$/, 'must be a printable ASCII content type').optional(),
+  content_base64: z.base64().optional(),
 });
 
 const message = z.strictObject({
@@ -248,7 +251,11 @@ function crossReferenceProblems(
   });
   for (const name of subgroupCycle(file)) add(`user_groups`, `subgroups form a cycle through ${name}`);
   file.custom_emoji.forEach((e, i) => e.author !== null && checkUser(`${at('custom_emoji', i)}.author`, e.author));
-  file.attachments.forEach((a, i) => checkUser(`${at('attachments', i)}.owner`, a.owner));
+  file.attachments.forEach((a, i) => {
+    checkUser(`${at('attachments', i)}.owner`, a.owner);
+    const carried = a.content_base64 === undefined ? undefined : Buffer.from(a.content_base64, 'base64').length;
+    if (carried !== undefined && carried !== a.size) add(`${at('attachments', i)}.size`, `is ${a.size} but content_base64 holds ${carried} bytes`);
+  });
   file.messages.forEach((m, i) => {
     checkUser(`${at('messages', i)}.sender`, m.sender);
     if ((m.channel === undefined) === (m.to === undefined)) add(`${at('messages', i)}`, 'needs exactly one of channel and to');

@@ -6,7 +6,7 @@ import { DomainError } from '../domain/errors.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
 import { logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
-import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
+import { queryParams, readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -17,6 +17,8 @@ export interface RestRoute {
   methods: Partial<Record<Method, RestHandler>>;
   /** Handlers that need no credentials (e.g. server_settings). */
   publicMethods?: Partial<Record<Method, PublicRestHandler>>;
+  /** Methods whose handler reads the (multipart) body itself as it streams in; parameters then come from the query. */
+  streamsBody?: Method[];
 }
 
 export const API_PREFIX = '/api/v1';
@@ -36,6 +38,14 @@ function matchRoute(routes: RestRoute[], path: string) {
     }
   }
   return undefined;
+}
+
+/** Whether the request goes to a handler that streams its body (exempt from the global body limit). */
+export function streamsBody(routes: RestRoute[], request: Request): boolean {
+  const { pathname } = new URL(request.url);
+  if (!pathname.startsWith(`${API_PREFIX}/`)) return false;
+  const route = routes.find((r) => r.pattern.test(pathname.slice(API_PREFIX.length)));
+  return route?.streamsBody?.includes(request.method as Method) ?? false;
 }
 
 export interface DispatchOptions {
@@ -71,11 +81,11 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   if (!publicHandler && !handler) {
     return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
   }
-  const params = await readParams(request);
-  if (publicHandler) return publicHandler({ params, path, app });
+  const params = route.streamsBody?.includes(method) ? queryParams(request) : await readParams(request);
+  if (publicHandler) return publicHandler({ params, path, app, request });
   const actor = await authenticateCaller(request, app, clientAddress);
   if (actor instanceof Response) return actor;
-  return handler!({ actor, params, path, app });
+  return handler!({ actor, params, path, app, request });
 }
 
 async function authenticateCaller(request: Request, app: AppContext, clientAddress: string) {

@@ -8,10 +8,14 @@ export interface RestRequest {
   params: Map<string, string>;
   path: Record<string, string>;
   app: AppContext;
+  /** The raw request; its body is unread only on routes that stream it (`streamsBody`). */
+  request: Request;
 }
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;
 export type PublicRestHandler = (request: Omit<RestRequest, 'actor'>) => Promise<Response>;
+
+export const queryParams = (request: Request) => new Map(new URL(request.url).searchParams);
 
 /** Form fields (urlencoded or multipart; file parts are not parameters) after query parameters. */
 export async function readParams(request: Request): Promise<Map<string, string>> {

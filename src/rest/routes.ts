@@ -2,20 +2,23 @@
 // reference's declaration order (it is the order of `allowed_methods` in 405 answers).
 import type { RestRoute } from './dispatch.js';
 import { deleteAttachment, listAttachments } from './handlers/attachments.js';
-import { deactivateEmoji, listEmoji } from './handlers/emoji.js';
+import { addEmoji, deactivateEmoji, listEmoji } from './handlers/emoji.js';
 import { listInvitations, resendInvitation, revokeInvitation } from './handlers/invitation-management.js';
 import { sendInvitations } from './handlers/invites.js';
 import { serverSettings } from './handlers/server-settings.js';
 import { getOwnUser } from './handlers/users.js';
+import { getTemporaryUrl, uploadFile } from './handlers/uploads.js';
 
 export const restRoutes: RestRoute[] = [
   { pattern: /^\/invites$/, methods: { GET: listInvitations, POST: sendInvitations } },
   { pattern: /^\/invites\/(?<invitationId>[0-9]+)$/, methods: { DELETE: revokeInvitation } },
   { pattern: /^\/invites\/(?<invitationId>[0-9]+)\/resend$/, methods: { POST: resendInvitation } },
   { pattern: /^\/realm\/emoji$/, methods: { GET: listEmoji } },
-  { pattern: /^\/realm\/emoji\/(?<emojiName>[^]+)$/, methods: { DELETE: deactivateEmoji } },
+  { pattern: /^\/realm\/emoji\/(?<emojiName>[^]+)$/, methods: { POST: addEmoji, DELETE: deactivateEmoji }, streamsBody: ['POST'] },
   { pattern: /^\/attachments$/, methods: { GET: listAttachments } },
   { pattern: /^\/attachments\/(?<attachmentId>[0-9]+)$/, methods: { DELETE: deleteAttachment } },
+  { pattern: /^\/user_uploads$/, methods: { POST: uploadFile }, streamsBody: ['POST'] },
+  { pattern: /^\/user_uploads\/(?<realmId>[0-9]+)\/(?<filename>.+)$/, methods: { GET: getTemporaryUrl } },
   { pattern: /^\/server_settings$/, methods: {}, publicMethods: { GET: serverSettings } },
   { pattern: /^\/users\/me$/, methods: { GET: getOwnUser } },
 ];

@@ -1,6 +1,7 @@
 // The real HTTP application over the test database, with a Prisma client that counts every SQL
 // statement it sends, so a test can prove that a request's statement count does not grow with the
 // data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
+import { openStorage } from '../../src/storage/open-storage.js';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
@@ -29,6 +30,7 @@ export async function startCountingApp() {
     rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
     authCache,
     notifyOutbox: () => {},
+    storage: openStorage(loadConfig({})),
   };
   const http = createApp(app);
   return {

@@ -1,6 +1,8 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
+import type { AppContext } from '../../app-context.js';
 import type { Prisma } from '../../db/database.js';
+import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
@@ -34,8 +36,11 @@ export interface OwnAttachment extends AttachmentRecord {
  * owner's). Any authenticated user may ask. Two statements whatever the number of files: this is
  * the settings page's hot path, so the files and their links come in one hand-written query.
  */
-export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<{ attachments: OwnAttachment[]; uploadSpaceUsed: bigint }> {
-  const [rows, uploadSpaceUsed] = await Promise.all([
+export async function listOwnAttachments(
+  prisma: Prisma,
+  actor: Actor,
+): Promise<{ attachments: OwnAttachment[]; uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
+  const [rows, { uploadSpaceUsed, uploadQuota }] = await Promise.all([
     prisma.$queryRaw<(AttachmentRecord & { messages: { id: number; dateSent: number }[] })[]>`
       SELECT a.id, a.name, a."pathId", a.size, a."createTime",
              coalesce(json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
@@ -46,33 +51,45 @@ export async function listOwnAttachments(prisma: Prisma, actor: Actor): Promise<
        WHERE a."ownerId" = ${actor.id} AND a."organizationId" = ${actor.organizationId}
        GROUP BY a.id
        ORDER BY a.id`,
-    organizationUploadSpaceUsed(prisma, actor.organizationId),
+    organizationUploadSpace(prisma, actor.organizationId),
   ]);
   const attachments = rows.map((row) => ({ ...row, messages: row.messages.map((m) => ({ id: m.id, dateSent: new Date(m.dateSent) })) }));
-  return { attachments, uploadSpaceUsed };
+  return { attachments, uploadSpaceUsed, uploadQuota };
 }
 
-/** The organization's counter of bytes stored (upload-space.ts keeps it exact). */
-export async function organizationUploadSpaceUsed(prisma: Prisma, organizationId: number): Promise<bigint> {
-  const { uploadSpaceUsed } = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true } });
-  return uploadSpaceUsed;
+/** The organization's counter of bytes stored (upload-space.ts keeps it exact) and its quota in bytes. */
+export async function organizationUploadSpace(prisma: Prisma, organizationId: number): Promise<{ uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
+  const row = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true, uploadQuotaGb: true } });
+  // upload_quota_gb is applied as GiB (uploads.md 1.2).
+  return { uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: row.uploadQuotaGb === null ? null : BigInt(row.uploadQuotaGb) << 30n };
 }
 
 /**
- * Deletes one of the caller's own files. Unknown ids, other users' and other organizations' files
- * all get the same answer, so nobody learns which ids exist. Messages keep their (now dead) links.
+ * Deletes one of the caller's own files: its stored bytes first (uploads.md section 4; bytes
+ * already missing are only logged), then its row, links and counted bytes. Unknown ids, other
+ * users' and other organizations' files all get the same answer, so nobody learns which ids exist.
+ * Messages keep their (now dead) links.
  */
-export async function deleteOwnAttachment(prisma: Prisma, actor: Actor, attachmentId: number): Promise<{ uploadSpaceUsed: bigint }> {
+export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachmentId: number): Promise<{ uploadSpaceUsed: bigint }> {
   const invalid = () => badRequest('Invalid attachment');
   if (!isRowId(attachmentId)) throw invalid();
-  return prisma.$transaction(async (tx) => {
-    const row = await tx.attachment.findFirst({
-      where: { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId },
-      select: { id: true, size: true },
-    });
-    if (!row) throw invalid();
-    const uploadSpaceUsed = await removeAttachmentRow(tx, actor.organizationId, row);
-    if (uploadSpaceUsed === null) throw invalid();
-    return { uploadSpaceUsed };
-  });
+  const where = { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId };
+  const row = await app.prisma.attachment.findFirst({ where, select: { id: true, size: true, pathId: true } });
+  if (!row) throw invalid();
+  await removeStoredBytes(app, row.pathId);
+  const uploadSpaceUsed = await app.prisma.$transaction((tx) => removeAttachmentRow(tx, actor.organizationId, row));
+  // A concurrent deletion of the same file won the race.
+  if (uploadSpaceUsed === null) throw invalid();
+  return { uploadSpaceUsed };
+}
+
+async function removeStoredBytes(app: AppContext, pathId: string) {
+  let removed: boolean;
+  try {
+    removed = await app.storage.delete(fileKey(pathId));
+  } catch (error) {
+    console.error(`Deleting the stored file ${pathId} failed:`, error);
+    throw badRequest('An error occurred while deleting the attachment. Please try again later.');
+  }
+  if (!removed) console.warn(`${pathId} does not exist. Its entry in the database will be removed.`);
 }

@@ -20,6 +20,7 @@ export interface NewAttachment {
   name: string;
   pathId: string;
   size: bigint;
+  contentType?: string | null;
   createTime?: Date;
 }
 

@@ -73,16 +73,25 @@ async function readCredentials(prisma: Prisma, apiKeyHash: string): Promise<Cred
  */
 export async function authenticate(prisma: Prisma, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
+  return authenticateApiKey(prisma, apiKey, username, cache);
+}
+
+/**
+ * The user holding `apiKey` (and, when given, the e-mail `username`), with the reference's checks.
+ * File URLs accept the key alone (`?api_key=`), as the reference's mobile apps send it.
+ */
+export async function authenticateApiKey(prisma: Prisma, apiKey: string, username?: string, cache?: AuthCache): Promise<Actor> {
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
   const apiKeyHash = hashApiKey(apiKey);
+  const wrongUser = (emailKey: string) => username !== undefined && emailKey !== username.toLowerCase();
   const cached = cache?.get(apiKeyHash);
   if (cached) {
-    if (cached.emailKey !== username.toLowerCase()) throw unauthorized('Invalid API key');
+    if (wrongUser(cached.emailKey)) throw unauthorized('Invalid API key');
     return cached.actor;
   }
   const ticket = cache?.ticket() ?? 0;
   const user = await readCredentials(prisma, apiKeyHash);
-  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || user.emailKey !== username.toLowerCase()) {
+  if (!user || !apiKeyMatches(apiKey, user.apiKeyHash) || wrongUser(user.emailKey)) {
     throw unauthorized('Invalid API key');
   }
   if (user.organizationDeactivated) throw unauthorized('This organization has been deactivated');

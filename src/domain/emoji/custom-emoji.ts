@@ -4,6 +4,7 @@ import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { isAdministrator } from '../users/roles.js';
+import { emojiImagePath, emojiStillPath } from '../uploads/paths.js';
 
 export interface CustomEmojiRecord {
   id: number;
@@ -12,15 +13,22 @@ export interface CustomEmojiRecord {
   deactivated: boolean;
   authorId: number | null;
   fileName: string;
+  isAnimated: boolean;
 }
 
 export const REALM_EMOJI_REMOVED = 'REALM_EMOJI_REMOVED';
 
-const RECORD = { id: true, organizationId: true, name: true, deactivated: true, authorId: true, fileName: true } as const;
+export const EMOJI_RECORD = { id: true, organizationId: true, name: true, deactivated: true, authorId: true, fileName: true, isAnimated: true } as const;
+const RECORD = EMOJI_RECORD;
 
 /** Where the emoji's image is served, as the reference's local storage lays it out. */
-export const emojiSourceUrl = (emoji: CustomEmojiRecord) =>
-  `/user_avatars/${emoji.organizationId}/emoji/images/${encodeURIComponent(emoji.fileName)}`;
+export const emojiSourceUrl = (emoji: CustomEmojiRecord) => `/user_avatars/${quotePath(emojiImagePath(emoji.organizationId, emoji.fileName))}`;
+
+/** The still PNG of an animated emoji; null for still images. */
+export const emojiStillUrl = (emoji: CustomEmojiRecord) =>
+  emoji.isAnimated ? `/user_avatars/${quotePath(emojiStillPath(emoji.organizationId, emoji.fileName))}` : null;
+
+const quotePath = (path: string) => path.split('/').map(encodeURIComponent).join('/');
 
 /** The reference's emoji dictionary (GET /realm/emoji, events, audit log). */
 export function emojiDict(emoji: CustomEmojiRecord) {
@@ -28,7 +36,7 @@ export function emojiDict(emoji: CustomEmojiRecord) {
     id: String(emoji.id),
     name: emoji.name,
     source_url: emojiSourceUrl(emoji),
-    still_url: null,
+    still_url: emojiStillUrl(emoji),
     deactivated: emoji.deactivated,
     author_id: emoji.authorId,
   };

@@ -1,4 +1,5 @@
 import { attachmentUrl, listOwnAttachments, type OwnAttachment } from '../../domain/attachments/attachments.js';
+import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { unixSeconds } from './scalars.js';
@@ -8,6 +9,7 @@ export type AttachmentShape = OwnAttachment;
 export interface AttachmentListShape {
   attachments: AttachmentShape[];
   uploadSpaceUsed: bigint;
+  uploadQuota: bigint | null;
 }
 
 export const AttachmentMessage = builder.objectRef<{ id: number; dateSent: Date }>('AttachmentMessage').implement({
@@ -48,6 +50,17 @@ export const AttachmentList = builder.objectRef<AttachmentListShape>('Attachment
       type: 'SafeInt',
       description: 'Total size in bytes of every file uploaded by any user of the organization.',
       resolve: (l) => l.uploadSpaceUsed,
+    }),
+    uploadQuota: t.field({
+      type: 'SafeInt',
+      nullable: true,
+      description: "The organization's upload quota in bytes; null when there is none.",
+      resolve: (l) => l.uploadQuota,
+    }),
+    maxFileUploadSize: t.field({
+      type: 'SafeInt',
+      description: 'The largest file, in bytes, this server accepts.',
+      resolve: (_l, _args, context) => maxFileUploadBytes(context.app.config),
     }),
   }),
 });

@@ -1,15 +1,12 @@
-import { deactivateCustomEmoji, listCustomEmoji } from '../../domain/emoji/custom-emoji.js';
+import { addCustomEmoji } from '../../domain/emoji/add-custom-emoji.js';
+import { deactivateCustomEmoji, emojiSourceUrl, emojiStillUrl, listCustomEmoji, type CustomEmojiRecord } from '../../domain/emoji/custom-emoji.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, type ErrorShape } from './errors.js';
 import { User } from './user.js';
+import { incomingFile } from './uploads.js';
 
-export interface CustomEmojiShape {
-  id: number;
-  name: string;
-  deactivated: boolean;
-  authorId: number | null;
-}
+export type CustomEmojiShape = CustomEmojiRecord;
 
 export const CustomEmoji = builder.objectRef<CustomEmojiShape>('CustomEmoji').implement({
   fields: (t) => ({
@@ -20,6 +17,9 @@ export const CustomEmoji = builder.objectRef<CustomEmojiShape>('CustomEmoji').im
       nullable: true,
       resolve: (emoji, _args, context) => (emoji.authorId === null ? null : context.loaders.userById.load(emoji.authorId)),
     }),
+    id: t.exposeInt('id'),
+    sourceUrl: t.string({ description: 'Where the (64x64) image is served.', resolve: emojiSourceUrl }),
+    stillUrl: t.string({ nullable: true, description: 'A still image for animated emoji; null otherwise.', resolve: emojiStillUrl }),
   }),
 });
 
@@ -50,5 +50,22 @@ builder.mutationField('deactivateCustomEmoji', (t) =>
     args: { emojiName: t.arg.string({ required: true }) },
     resolve: (_root, args, context): Promise<DeactivateCustomEmojiResultShape> =>
       asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app.prisma, actorOf(context), args.emojiName) })),
+  }),
+);
+
+const AddCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiShape; added: true }>('AddCustomEmojiSuccess').implement({
+  isTypeOf: (value) => 'added' in (value as object),
+  fields: (t) => ({ emoji: t.field({ type: CustomEmoji, resolve: (r) => r.emoji }) }),
+});
+
+const AddCustomEmojiResult = builder.unionType('AddCustomEmojiResult', { types: [AddCustomEmojiSuccess, BadRequestError] });
+
+builder.mutationField('addCustomEmoji', (t) =>
+  t.field({
+    type: AddCustomEmojiResult,
+    description: 'Add a custom emoji. Same rules, limits and messages as POST /api/v1/realm/emoji/{emoji_name}.',
+    args: { name: t.arg.string({ required: true }), file: t.arg({ type: 'File', required: true }) },
+    resolve: (_root, args, context): Promise<{ emoji: CustomEmojiShape; added: true } | ErrorShape> =>
+      asResult(async () => ({ emoji: await addCustomEmoji(context.app, actorOf(context), args.name, incomingFile(args.file)), added: true as const })),
   }),
 );

@@ -14,6 +14,8 @@ export const ErrorCode = builder.enumType('ErrorCode', {
     'RATE_LIMIT_HIT',
     'REQUEST_VARIABLE_MISSING',
     'REQUEST_CONFUSING_VAR',
+    'REALM_UPLOAD_QUOTA',
+    'BAD_IMAGE',
   ] as const,
 });
 

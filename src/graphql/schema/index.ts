@@ -6,6 +6,7 @@ import './user.js';
 import './channel.js';
 import './attachment.js';
 import './emoji.js';
+import './uploads.js';
 import './invitation.js';
 import './invitation-management.js';
 import './direct-message.js';

@@ -20,4 +20,19 @@ builder.scalarType('SafeInt', {
   },
 });
 
+builder.scalarType('File', {
+  description: 'A file sent with the GraphQL multipart request specification (multipart/form-data).',
+  serialize: () => {
+    throw new GraphQLError('File is an input type only');
+  },
+  parseValue: (value) => {
+    // Duck-typed: Yoga's fetch implementation may bring its own File class.
+    const file = value as File;
+    if (typeof file !== 'object' || file === null || typeof file.stream !== 'function' || typeof file.name !== 'string') {
+      throw new GraphQLError('File must be a file part of a multipart request');
+    }
+    return file;
+  },
+});
+
 export { unixSeconds } from '../../domain/time.js';

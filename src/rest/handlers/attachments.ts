@@ -38,6 +38,6 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
 };
 
 export const deleteAttachment: RestHandler = async ({ actor, path, app }) => {
-  await deleteOwnAttachment(app.prisma, actor, Number(path.attachmentId));
+  await deleteOwnAttachment(app, actor, Number(path.attachmentId));
   return successResponse();
 };

@@ -1,0 +1,132 @@
+// POST /user_uploads and the GraphQL uploadFile (uploads.md section 1): any authenticated user
+// stores one file; its bytes are streamed to storage with the size limit enforced while they
+// arrive, then the row is written under the organization's quota. Nothing is left behind on failure.
+import { Transform, type Readable } from 'node:stream';
+import type { AppContext } from '../../app-context.js';
+import type { Actor } from '../auth/authenticate.js';
+import { DomainError, badRequest } from '../errors.js';
+import { insertAttachments } from '../attachments/upload-space.js';
+import type { AttachmentRecord } from '../attachments/attachments.js';
+import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
+import { fileKey, newPathId } from './paths.js';
+
+export interface IncomingFile {
+  /** The file name the client sent (a path is reduced to its last segment). */
+  fileName: string;
+  /** The part's declared type; undefined or empty when none was given. */
+  contentType: string | undefined;
+  data: Readable;
+}
+
+export interface StagedUpload {
+  pathId: string;
+  /** The name as uploaded (unquoted): the stored `name` and the response's `filename`. */
+  name: string;
+  contentType: string;
+  size: bigint;
+}
+
+export interface UploadedFile {
+  attachment: AttachmentRecord;
+  /** `/user_uploads/<path_id>` */
+  url: string;
+  filename: string;
+}
+
+const MIB = 1024 * 1024;
+
+/** The largest file POST /user_uploads accepts, in bytes. */
+export const maxFileUploadBytes = (config: { uploads: { maxFileUploadSizeMib: number } }) => config.uploads.maxFileUploadSizeMib * MIB;
+
+/** Checks 1 and 2 of the reference: exactly one file part. */
+export function assertOneFile(count: number): void {
+  if (count === 0) throw badRequest('You must specify a file to upload');
+  if (count !== 1) throw badRequest('You may only upload one file at a time');
+}
+
+/** A file part without a usable name is not a file (as in the reference's multipart parser). */
+export const isFileName = (fileName: string) => clientBasename(fileName) !== null;
+
+/** Passes bytes through until more than `maxBytes` went by, then fails with `tooLarge()`. */
+export function byteLimit(maxBytes: number, tooLarge: () => Error): Transform & { bytes: number } {
+  const limiter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      limiter.bytes += chunk.length;
+      if (limiter.bytes > maxBytes) done(tooLarge());
+      else done(null, chunk);
+    },
+  }) as Transform & { bytes: number };
+  limiter.bytes = 0;
+  return limiter;
+}
+
+/**
+ * `source` through the limit. Once the limit fails, the rest of `source` is read and dropped: the
+ * multipart parser feeding it must keep going to count the request's other file parts.
+ */
+export function limited(source: Readable, limiter: Transform): Transform {
+  source.on('error', (error) => limiter.destroy(error));
+  limiter.on('error', () => {
+    source.unpipe(limiter);
+    source.resume();
+  });
+  return source.pipe(limiter);
+}
+
+const fileTooLarge = (maxMib: number) => () =>
+  badRequest(`File is larger than this server's configured maximum upload size (${maxMib} MiB).`);
+
+/** Step 3 while streaming, then into storage. The caller owns the staged bytes (commit or discard). */
+export async function stageUpload(app: AppContext, actor: Actor, file: IncomingFile): Promise<StagedUpload> {
+  void actor; // Any authenticated user may upload (guests and bots included).
+  const basename = clientBasename(file.fileName);
+  if (basename === null) throw badRequest('You must specify a file to upload');
+  const name = unquote(basename);
+  const contentType = contentTypeFor(name, file.contentType);
+  const pathId = newPathId(actor.organizationId, fitName(sanitizeName(name)));
+  const maxMib = app.config.uploads.maxFileUploadSizeMib;
+  const limiter = byteLimit(maxMib * MIB, fileTooLarge(maxMib));
+  await app.storage.write(fileKey(pathId), limited(file.data, limiter), contentType);
+  return { pathId, name, contentType, size: BigInt(limiter.bytes) };
+}
+
+export async function discardUpload(app: AppContext, staged: StagedUpload): Promise<void> {
+  await app.storage.delete(fileKey(staged.pathId));
+}
+
+export const quotaExceeded = () =>
+  new DomainError("Upload would exceed your organization's upload quota.", { code: 'REALM_UPLOAD_QUOTA' });
+
+/**
+ * Step 4 and the row: under a lock on the organization's row (concurrent uploads cannot overshoot
+ * the quota together), then the row and the organization's counter in the same transaction. A
+ * refusal or any failure removes the staged bytes.
+ */
+export async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload): Promise<UploadedFile> {
+  try {
+    const [row] = await app.prisma.$transaction(async (tx) => {
+      const [organization] = await tx.$queryRaw<{ uploadQuotaGb: number | null; uploadSpaceUsed: bigint }[]>`
+        SELECT "uploadQuotaGb", "uploadSpaceUsed" FROM organization WHERE id = ${actor.organizationId} FOR UPDATE`;
+      const quota = organization!.uploadQuotaGb;
+      // upload_quota_gb is applied as GiB (uploads.md 1.2).
+      if (quota !== null && organization!.uploadSpaceUsed + staged.size > BigInt(quota) << 30n) throw quotaExceeded();
+      return insertAttachments(tx, actor.organizationId, [
+        { organizationId: actor.organizationId, ownerId: actor.id, name: staged.name, pathId: staged.pathId, size: staged.size, contentType: staged.contentType },
+      ]);
+    });
+    const attachment = await app.prisma.attachment.findUniqueOrThrow({
+      where: { id: row!.id },
+      select: { id: true, name: true, pathId: true, size: true, createTime: true },
+    });
+    return { attachment, url: `/user_uploads/${staged.pathId}`, filename: staged.name };
+  } catch (error) {
+    await discardUpload(app, staged);
+    throw error;
+  }
+}
+
+/** One file, start to end (the GraphQL door, where the request holds exactly one file by type). */
+export async function uploadFile(app: AppContext, actor: Actor, file: IncomingFile): Promise<UploadedFile> {
+  const staged = await stageUpload(app, actor, file);
+  return commitUpload(app, actor, staged);
+}

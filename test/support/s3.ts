@@ -1,0 +1,49 @@
+// An S3-compatible server (@20minutes/s3rver, pure JavaScript, from the npm registry) started by
+// the tests themselves on port 0 over a temporary directory, and the configuration that points the
+// S3 storage backend at it.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import type { AddressInfo } from 'node:net';
+// @ts-expect-error: the package ships no type declarations.
+import S3rver from '@20minutes/s3rver';
+import type { S3Config } from '../../src/config.js';
+
+export interface TestS3 {
+  config: S3Config;
+  /** Every object key in the bucket, and any other file the server keeps there (unfinished multipart uploads). */
+  storedKeys(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+const OBJECT = /\._S3rver_object$/;
+const OBJECT_SIDECAR = /\._S3rver_(metadata\.json|object\.md5)$/;
+
+export async function startTestS3(bucket = 'teamchat-uploads'): Promise<TestS3> {
+  const directory = await mkdtemp(join(tmpdir(), 'teamchat-s3-'));
+  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const { port } = (await server.run()) as AddressInfo;
+  return {
+    config: {
+      bucket,
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+      forcePathStyle: true,
+    },
+    // Read from the server's directory: the server's listing would only show completed objects.
+    async storedKeys() {
+      const root = join(directory, bucket);
+      const entries = await readdir(directory, { recursive: true, withFileTypes: true });
+      return entries
+        .filter((e) => e.isFile() && !OBJECT_SIDECAR.test(e.name))
+        .map((e) => relative(root, join(e.parentPath, e.name)).replace(OBJECT, ''))
+        .sort();
+    },
+    async close() {
+      await server.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
