@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Prisma } from './db/database.js';
 import type { AuthCache } from './domain/auth/auth-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
+import type { Logger } from './logging.js';
 
 export interface AppContext {
   prisma: Prisma;
@@ -12,4 +13,6 @@ export interface AppContext {
   authCache?: AuthCache;
   /** Wakes the background e-mail worker after new mail was queued (no-op when none runs). */
   notifyOutbox(): void;
+  /** Where this application logs; default: the process's logger (src/logging.ts). */
+  log?: Logger;
 }

@@ -1,6 +1,6 @@
 // Server configuration, read once from the environment.
 import { resolve } from 'node:path';
-import { parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
+import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { StartupError } from './startup-error.js';
 
@@ -27,6 +27,8 @@ export interface Config {
   emailFrom: string;
   /** Per-user API rate limit rules; empty: no limit. */
   rateLimits: RateRule[];
+  /** Failed logins allowed per client address and window; null: no limit. */
+  failedLoginLimit: RateRule | null;
   /** Limits on GraphQL documents and operations. */
   graphqlLimits: GraphQLLimits;
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
@@ -91,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
+    failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
   };

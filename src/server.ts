@@ -14,6 +14,7 @@ import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { createApp } from './http/app.js';
+import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -32,6 +33,8 @@ export interface ServerOptions {
   outbox?: Partial<OutboxOptions> | false;
   /** Start-up progress (waiting for PostgreSQL, creating the embedded database). */
   log?: (line: string) => void;
+  /** Where the running application logs (default: src/logging.ts's logger). */
+  logger?: Logger;
 }
 
 const STARTING = () => jsonResponse({ result: 'error', msg: 'The server is starting; try again in a moment.', code: 'BAD_REQUEST' }, 503, { 'Retry-After': '1' });
@@ -58,9 +61,10 @@ export async function startServer(
   const app: AppContext = {
     prisma: database.prisma,
     config,
-    rateLimiter: new RateLimiter(config.rateLimits),
+    rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,
     notifyOutbox: () => outbox?.wake(),
+    log: options.logger,
   };
   const http = createApp(app);
   handle = (request, env) => http.fetch(request, env);

@@ -21,7 +21,10 @@ const parse = (json: unknown) => {
 
 async function rowCounts() {
   const p = database.prisma;
-  return Promise.all([p.organization.count(), p.user.count(), p.userGroup.count(), p.channel.count(), p.message.count()]);
+  return Promise.all([
+    p.organization.count(), p.user.count(), p.userGroup.count(), p.channel.count(), p.subscription.count(),
+    p.customEmoji.count(), p.attachment.count(), p.message.count(), p.messageAttachment.count(),
+  ]);
 }
 
 describe('importer', () => {
@@ -104,5 +107,25 @@ describe('importer', () => {
       { path: 'messages[2]', message: 'needs exactly one of channel and to' },
     ]);
     expect(await rowCounts()).toEqual(before);
+    // The importer itself refuses the file before writing anything.
+    await expect(importOrganization(database.prisma, bad as never)).rejects.toThrow();
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  test('a valid file that fails in the database half-way (its last rows collide) writes nothing', async () => {
+    if ((await database.prisma.organization.count({ where: { stringId: 'lighthouse' } })) === 0) {
+      await importOrganization(database.prisma, parse(exampleOrganization()));
+    }
+    const before = await rowCounts();
+    const file = exampleOrganization() as Record<string, any>;
+    file.organization = { ...file.organization, string_id: 'late-collision' };
+    delete file.organization.id;
+    for (const section of ['users', 'channels', 'user_groups', 'custom_emoji']) for (const row of file[section]) delete row.id, delete row.api_key;
+    for (const attachment of file.attachments) (attachment.id += 10_000), delete attachment.path_id;
+    for (const message of file.messages) message.attachment_ids = (message.attachment_ids ?? []).map((id: number) => id + 10_000);
+    // Messages keep the ids the first import stored: the last inserts of the transaction fail.
+    await expect(importOrganization(database.prisma, parse(file))).rejects.toThrow();
+    expect(await rowCounts()).toEqual(before);
+    expect(await database.prisma.organization.count({ where: { stringId: 'late-collision' } })).toBe(0);
   });
 });

@@ -2,10 +2,12 @@
 // limits, CSRF prevention, and the per-user rate limit counting every mutation field.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
-import { createGraphQLError, createYoga, type Plugin } from 'graphql-yoga';
+import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
+import { RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, type DatabaseStatus } from '../http/database-status.js';
+import { logger } from '../logging.js';
 import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
@@ -74,7 +76,7 @@ function mutationFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLConte
   };
 }
 
-export function createGraphQLHandler(app: AppContext) {
+export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) {
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -85,6 +87,20 @@ export function createGraphQLHandler(app: AppContext) {
     cors: false,
     // The limits depend on the caller, so no validation result may be reused for another caller.
     parserAndValidationCache: false,
+    // Unexpected errors stay masked; an unreachable database becomes a 503 with Retry-After.
+    maskedErrors: {
+      maskError(error, message, isDev) {
+        const original = (error as { originalError?: unknown }).originalError ?? error;
+        if (database.noteFailure(original)) {
+          return createGraphQLError(UNAVAILABLE_MESSAGE, {
+            extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
+          });
+        }
+        const masked = maskError(error, message, isDev);
+        if (masked !== error) (app.log ?? logger).error({ err: original }, 'unexpected error');
+        return masked;
+      },
+    },
     plugins: [
       csrfPrevention(),
       limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),

@@ -1,16 +1,19 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
-// health check, JSON 404s.
+// health check, JSON 404s; a request id and one log line per request; JSON 503s while the database
+// is unreachable.
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
+import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { crossOriginRules } from './cross-origin.js';
-import { mountAcceptancePages } from './pages/acceptance.js';
+import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
+import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 
 /** No request of this API needs more (no uploads here); bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -21,11 +24,33 @@ export function clientAddress(c: Context): string {
   return incoming?.socket?.remoteAddress ?? '';
 }
 
+const graphqlUnavailable = () =>
+  new Response(JSON.stringify({ errors: [{ message: UNAVAILABLE_MESSAGE, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }), {
+    status: 503,
+    headers: { 'Content-Type': 'application/json', 'Retry-After': String(RETRY_AFTER_SECONDS) },
+  });
+
+/** Acceptance keys are secrets: their paths are logged as the route. */
+const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ? ACCEPTANCE_PATH : path);
+
 export function createApp(app: AppContext): Hono {
   const http = new Hono();
-  const graphql = createGraphQLHandler(app);
+  const log = app.log ?? processLogger;
+  const database = new DatabaseStatus(app.prisma, log);
+  const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
 
+  http.use(async (c, next) => {
+    const requestId = requestIdFor(c.req.header('x-request-id'));
+    return withRequestId(requestId, async () => {
+      const started = performance.now();
+      log.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
+      await next();
+      c.res.headers.set('X-Request-Id', requestId);
+      const ms = Math.round(performance.now() - started);
+      log.info({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
+    });
+  });
   http.use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -37,13 +62,28 @@ export function createApp(app: AppContext): Hono {
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
-  http.get('/health', async () => {
-    await app.prisma.$queryRaw`SELECT 1`;
-    return jsonResponse({ status: 'ok' });
+  // While the database is known to be down, answer at once rather than wait on connections.
+  http.use(`${API_PREFIX}/*`, async (c, next) => (database.cause ? unavailableResponse() : next()));
+  http.use('/graphql', async (c, next) => (database.cause && !c.req.header('accept')?.includes('text/html') ? graphqlUnavailable() : next()));
+  http.get('/health', async () =>
+    (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse({ status: 'unavailable', cause: database.cause }),
+  );
+  http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
+    if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
+    try {
+      return await graphql.handle(c.req.raw, clientAddress(c));
+    } catch (error) {
+      if (database.noteFailure(error)) return graphqlUnavailable();
+      throw error;
+    }
   });
-  http.on(['GET', 'POST', 'OPTIONS'], '/graphql', (c) => (wantsGraphiQL(c.req.raw) ? graphiql(c.req.raw) : graphql.handle(c.req.raw, clientAddress(c))));
   mountAcceptancePages(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app));
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
+  http.onError((error) => {
+    if (database.noteFailure(error)) return unavailableResponse();
+    log.error({ err: error }, 'unexpected error');
+    return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
+  });
   return http;
 }

@@ -3,6 +3,8 @@
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, notLoggedIn } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
+import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
+import { logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
 import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
@@ -36,21 +38,29 @@ function matchRoute(routes: RestRoute[], path: string) {
   return undefined;
 }
 
-export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext): Promise<Response> {
+export interface DispatchOptions {
+  /** The peer's address, for the failed-login limit. */
+  clientAddress: string;
+  /** Told about failures; an unreachable database answers 503. */
+  database?: DatabaseStatus;
+}
+
+export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions = { clientAddress: '' }): Promise<Response> {
   try {
     const path = new URL(request.url).pathname.slice(API_PREFIX.length);
     const matched = matchRoute(routes, path);
     if (!matched) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, app);
+    return await dispatchMethod(matched.route, matched.pathParams, request, app, options.clientAddress);
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    console.error(error);
+    if (options.database?.noteFailure(error)) return unavailableResponse();
+    (app.log ?? logger).error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   }
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext) {
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, clientAddress: string) {
   const allowed = declaredMethods(route);
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
@@ -63,14 +73,14 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   }
   const params = await readParams(request);
   if (publicHandler) return publicHandler({ params, path, app });
-  const actor = await authenticateCaller(request, app);
+  const actor = await authenticateCaller(request, app, clientAddress);
   if (actor instanceof Response) return actor;
   return handler!({ actor, params, path, app });
 }
 
-async function authenticateCaller(request: Request, app: AppContext) {
+async function authenticateCaller(request: Request, app: AppContext, clientAddress: string) {
   const header = request.headers.get('authorization');
-  if (header) return authenticateRequest(app, header);
+  if (header) return authenticateRequest(app, header, clientAddress);
   if (prefersHtml(request.headers.get('accept') ?? '')) {
     const { pathname } = new URL(request.url);
     return new Response(null, { status: 302, headers: { Location: `/login/?next=${encodeURIComponent(pathname)}` } });

@@ -1,6 +1,16 @@
-import { expect, test } from 'vitest';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import type { Prisma } from '../../src/db/database.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { parseRateRules, RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import { parseFailedLoginRule, parseRateRules, RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { testDatabaseUrl } from '../support/server.js';
+
+let prisma: Prisma;
+beforeAll(async () => {
+  prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: await testDatabaseUrl() }) }) as unknown as Prisma;
+});
+afterAll(() => prisma?.$disconnect());
 
 test('rules parse from the environment form, and off disables them', () => {
   expect(parseRateRules(undefined)).toEqual([
@@ -10,27 +20,46 @@ test('rules parse from the environment form, and off disables them', () => {
   expect(parseRateRules('5/10')).toEqual([{ windowSeconds: 10, maxRequests: 5 }]);
   expect(parseRateRules('off')).toEqual([]);
   expect(() => parseRateRules('five/10')).toThrow(/API_RATE_LIMIT/);
+  expect(parseFailedLoginRule(undefined)).toEqual({ windowSeconds: 600, maxRequests: 100 });
+  expect(parseFailedLoginRule('3/60')).toEqual({ windowSeconds: 60, maxRequests: 3 });
+  expect(parseFailedLoginRule('off')).toBeNull();
+  expect(() => parseFailedLoginRule('3')).toThrow(/AUTH_FAILURE_LIMIT/);
 });
 
-test('the limit is per user and frees up as the window moves', () => {
-  let now = 1_000_000;
-  const limiter = new RateLimiter([{ windowSeconds: 60, maxRequests: 2 }], () => now);
-  limiter.hit(1);
-  limiter.hit(1);
-  limiter.hit(2);
-  let refusal: unknown;
+async function refusal(work: Promise<void>): Promise<unknown> {
   try {
-    limiter.hit(1);
+    await work;
   } catch (error) {
-    refusal = error;
+    return error;
   }
-  expect(refusal).toBeInstanceOf(DomainError);
-  expect(refusal).toMatchObject({
-    code: 'RATE_LIMIT_HIT',
-    status: 429,
-    data: { 'retry-after': 60 },
-    headers: { 'Retry-After': '60' },
-  });
-  now += 60_001;
-  expect(() => limiter.hit(1)).not.toThrow();
+  return undefined;
+}
+
+test('the limit is per user, counts weights, and frees up when the window ends', async () => {
+  let now = Date.UTC(2030, 0, 1);
+  const limiter = new RateLimiter(prisma, { perUser: [{ windowSeconds: 60, maxRequests: 3 }], failedLogins: null }, () => now);
+  const user = 1_000_000 + Math.floor(Math.random() * 1_000_000);
+  await limiter.hit(user);
+  await limiter.hit(user, 2);
+  await limiter.hit(user + 1, 3);
+  now += 30_000;
+  const refused = await refusal(limiter.hit(user));
+  expect(refused).toBeInstanceOf(DomainError);
+  expect(refused).toMatchObject({ code: 'RATE_LIMIT_HIT', status: 429, data: { 'retry-after': 30 }, headers: { 'Retry-After': '30' } });
+  now += 30_000;
+  await expect(limiter.hit(user, 3)).resolves.toBeUndefined();
+  await expect(refusal(limiter.hit(user))).resolves.toMatchObject({ code: 'RATE_LIMIT_HIT' });
+});
+
+test('failed logins lock out their address only, and the lock-out ends with the window', async () => {
+  let now = Date.UTC(2030, 0, 1);
+  const limiter = new RateLimiter(prisma, { perUser: [], failedLogins: { windowSeconds: 600, maxRequests: 2 } }, () => now);
+  const address = `192.0.2.${Math.floor(Math.random() * 250)}-${Math.random()}`;
+  await limiter.failure(address);
+  await limiter.failure(address);
+  await expect(refusal(limiter.failure(address))).resolves.toMatchObject({ code: 'RATE_LIMIT_HIT', headers: { 'Retry-After': '600' } });
+  await expect(refusal(limiter.hit(7, 1, address))).resolves.toMatchObject({ code: 'RATE_LIMIT_HIT' });
+  await expect(limiter.hit(7, 1, `${address}-other`)).resolves.toBeUndefined();
+  now += 600_000;
+  await expect(limiter.hit(7, 1, address)).resolves.toBeUndefined();
 });

@@ -8,7 +8,9 @@ import { afterAll, beforeAll, expect, test as baseTest, vi } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
 import { createMailTransport } from '../../src/domain/email/transport.js';
-import { OutboxWorker } from '../../src/domain/email/worker.js';
+import { DEFAULT_OUTBOX_OPTIONS, OutboxWorker } from '../../src/domain/email/worker.js';
+import type { MailTransport, OutgoingEmail } from '../../src/domain/email/transport.js';
+import { logger } from '../../src/logging.js';
 import type { RunningServer } from '../../src/server.js';
 import { createInvitation, createInvitations, uniqueEmail } from '../support/invitations.js';
 import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
@@ -31,6 +33,18 @@ const Deliveries = graphql(`
     }
   }
 `);
+
+/** The transport, recording each address it delivered to. */
+function recording(transport: MailTransport, addresses: string[]): MailTransport {
+  return {
+    description: transport.description,
+    close: () => transport.close(),
+    async deliver(email: OutgoingEmail) {
+      await transport.deliver(email);
+      addresses.push(email.to);
+    },
+  };
+}
 
 const test = (name: string, body: () => Promise<void>) => baseTest(name, body, 120_000);
 
@@ -81,7 +95,7 @@ test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped 
 test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outbox', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outbox-'));
   const server = await startServerWithOutbox({ dataDir });
-  const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+  const log = vi.spyOn(logger, 'info').mockImplementation(() => {});
   try {
     const world = await createWorld(server.app.prisma);
     const invitee = uniqueEmail('eml');
@@ -99,7 +113,8 @@ test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outb
     expect(mail.text).toContain('This invitation does not expire.');
     await eventually(async () => (await outboxRow(server, invitation.id)).status === 'SENT', 'the row to be marked sent');
     expect(log).toHaveBeenCalledWith(
-      `E-mail to ${invitee} written to ${join(dataDir, 'outbox', files[0]!)}\n  link: ${server.url}/accounts/do_confirm/${invitation.confirmationKey}`,
+      { emailId: expect.any(Number), file: join(dataDir, 'outbox', files[0]!), links: [`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`] },
+      'e-mail written to a file',
     );
   } finally {
     log.mockRestore();
@@ -156,7 +171,10 @@ test('two workers on one database deliver every e-mail exactly once', async () =
   const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { batchSize: 3 } });
   // The second worker has a connection pool of its own on the server's database, as a second server process would.
   const second = await openDatabase({ databaseUrl: await testDatabaseUrl() });
-  const otherWorker = new OutboxWorker(second.prisma, createMailTransport(server.app.config), { batchSize: 3 });
+  const delivered = { server: [] as string[], other: [] as string[] };
+  const otherWorker = new OutboxWorker(second.prisma, recording(createMailTransport(server.app.config), delivered.other), { batchSize: 3 });
+  const serverTransport = (server.outbox as unknown as { transport: MailTransport }).transport;
+  (server.outbox as unknown as { transport: MailTransport }).transport = recording(serverTransport, delivered.server);
   try {
     const world = await createWorld(server.app.prisma);
     const invitations = await createInvitations(
@@ -173,6 +191,10 @@ test('two workers on one database deliver every e-mail exactly once', async () =
     for (const invitation of invitations) expect(mailTo(invitation.email)).toHaveLength(1);
     const rows = await server.app.prisma.outboxEmail.findMany({ where: { invitationId: { in: invitations.map((i) => i.id) } } });
     expect(rows.map((r) => r.attempts)).toEqual(invitations.map(() => 1));
+    // What each worker delivered: no address twice, and together every address once.
+    const both = [...delivered.server, ...delivered.other];
+    expect(new Set(both).size).toBe(both.length);
+    expect(both.sort()).toEqual(invitations.map((i) => i.email).sort());
   } finally {
     await otherWorker.stop();
     await second.close();
@@ -192,4 +214,36 @@ test('closing the server delivers what was queued but not yet sent', async () =>
   expect(mailTo(invitation.email)).toEqual([]);
   await server.close();
   expect(mailTo(invitation.email)).toHaveLength(1);
+});
+
+test('mail claimed by a process that died is claimed again once the lease ends (under a minute), and sent once', async () => {
+  const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: false });
+  const dead = await openDatabase({ databaseUrl: await testDatabaseUrl() });
+  const neverAnswers: MailTransport = { description: 'a process about to die', close: () => {}, deliver: () => new Promise<void>(() => {}) };
+  const delivered: string[] = [];
+  const survivor = new OutboxWorker(server.app.prisma, recording(createMailTransport(server.app.config), delivered));
+  try {
+    const world = await createWorld(server.app.prisma);
+    const invitations = await createInvitations(server, world, Array.from({ length: 3 }, (_, i) => ({ email: uniqueEmail(`orphan-${i}`) })));
+    const ids = invitations.map((i) => i.id);
+    // The first process claims the mail and dies mid-delivery.
+    const dying = new OutboxWorker(dead.prisma, neverAnswers);
+    void dying.deliverDue();
+    await eventually(async () => (await server.app.prisma.outboxEmail.count({ where: { invitationId: { in: ids }, attempts: 1 } })) === 3, 'the claim');
+    await dead.close().catch(() => {});
+    expect(DEFAULT_OUTBOX_OPTIONS.leaseMs).toBeLessThan(60_000);
+    // While the lease runs nobody else takes the mail; once it has ended, any worker does.
+    const now = Date.now();
+    const ours = (addresses: string[]) => addresses.filter((a) => invitations.some((i) => i.email === a)).sort();
+    await survivor.deliverDue(new Date(now + DEFAULT_OUTBOX_OPTIONS.leaseMs - 5_000));
+    expect(ours(delivered)).toEqual([]);
+    await survivor.deliverDue(new Date(now + DEFAULT_OUTBOX_OPTIONS.leaseMs + 1_000));
+    expect(ours(delivered)).toEqual(invitations.map((i) => i.email).sort());
+    for (const invitation of invitations) expect(mailTo(invitation.email)).toHaveLength(1);
+    const rows = await server.app.prisma.outboxEmail.findMany({ where: { invitationId: { in: ids } } });
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual(ids.map(() => ['SENT', 2]));
+  } finally {
+    await survivor.stop();
+    await server.close();
+  }
 });

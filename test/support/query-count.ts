@@ -26,7 +26,7 @@ export async function startCountingApp() {
   const app: AppContext = {
     prisma,
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter([]),
+    rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
     authCache,
     notifyOutbox: () => {},
   };

@@ -17,3 +17,20 @@ export const zulipClient = (serverUrl: string, username: string, apiKey: string)
 /** A zulip-js client logged in as one of the world's users, as a real deployment would configure it. */
 export const zulipClientFor = (serverUrl: string, world: World, who: WorldUserName) =>
   zulipClient(serverUrl, world.users[who].email, world.users[who].apiKey);
+
+// zulip-js hands back only the parsed body; the tests check the body against the status the server
+// actually answered, observed here on the fetch zulip-js calls.
+const helper = createRequire(import.meta.url)('zulip-js/lib/helper') as { fetch: (...args: unknown[]) => Promise<{ status: number }> };
+let lastStatus: number | undefined;
+const zulipFetch = helper.fetch;
+helper.fetch = async (...args) => {
+  const response = await zulipFetch(...args);
+  lastStatus = response.status;
+  return response;
+};
+
+/** The HTTP status of the last response zulip-js received. */
+export function lastZulipStatus(): number {
+  if (lastStatus === undefined) throw new Error('zulip-js has not received a response yet');
+  return lastStatus;
+}

@@ -102,9 +102,18 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string, 
   return actor;
 }
 
-/** What both doors call: credentials, then the per-user rate limit. */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string, _clientAddress = ''): Promise<Actor> {
-  const actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
-  app.rateLimiter.hit(actor.id);
+/**
+ * What both doors call: credentials, then the per-user rate limit. A failed login counts against
+ * the client address, which is refused with RATE_LIMIT_HIT (valid credentials too) once over its limit.
+ */
+export async function authenticateRequest(app: AppContext, authorizationHeader: string, clientAddress: string): Promise<Actor> {
+  let actor: Actor;
+  try {
+    actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
+  } catch (error) {
+    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress);
+    throw error;
+  }
+  await app.rateLimiter.hit(actor.id, 1, clientAddress);
   return actor;
 }

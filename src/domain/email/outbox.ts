@@ -29,28 +29,23 @@ export async function queueInvitationEmails(tx: Transaction, config: Config, inv
   if (invitations.length === 0) return;
   // Explicit times: the limit and the worker compare them with JavaScript dates, whatever the database's time zone.
   const now = new Date();
-  await tx.outboxEmail.createMany({
-    data: invitations.map((invitation) => {
-      const email = renderInvitationEmail({
-        referrerName: invitation.referrer.fullName,
-        referrerEmail: invitation.referrer.email,
-        organizationName: invitation.organization.name,
-        link: acceptanceLink(config, invitation.confirmationKey),
-        expiresAt: invitation.expiresAt,
-      });
-      return {
-        organizationId: invitation.organizationId,
-        invitationId: invitation.id,
-        kind: INVITATION_EMAIL,
-        toAddress: invitation.email,
-        subject: email.subject,
-        textBody: email.text,
-        htmlBody: email.html,
-        createdAt: now,
-        nextAttemptAt: now,
-      };
+  const emails = invitations.map((invitation) =>
+    renderInvitationEmail({
+      referrerName: invitation.referrer.fullName,
+      referrerEmail: invitation.referrer.email,
+      organizationName: invitation.organization.name,
+      link: acceptanceLink(config, invitation.confirmationKey),
+      expiresAt: invitation.expiresAt,
     }),
-  });
+  );
+  // One statement however many e-mails: each column travels as one array parameter.
+  await tx.$executeRaw`
+    INSERT INTO outbox_email ("organizationId", "invitationId", kind, "toAddress", subject, "textBody", "htmlBody", "createdAt", "nextAttemptAt")
+    SELECT mail.organization, mail.invitation, ${INVITATION_EMAIL}, mail.address, mail.subject, mail.text, mail.html, ${now}::timestamp(3), ${now}::timestamp(3)
+    FROM unnest(
+      ${invitations.map((i) => i.organizationId)}::int[], ${invitations.map((i) => i.id)}::int[], ${invitations.map((i) => i.email)}::text[],
+      ${emails.map((e) => e.subject)}::text[], ${emails.map((e) => e.text)}::text[], ${emails.map((e) => e.html)}::text[]
+    ) AS mail(organization, invitation, address, subject, text, html)`;
 }
 
 /** Invitation e-mails the organization queued in the last 24 hours (the daily limit's count). */

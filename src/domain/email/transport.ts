@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Config } from '../../config.js';
+import { logger } from '../../logging.js';
 
 export interface OutgoingEmail {
   id: number;
@@ -22,7 +23,8 @@ export interface MailTransport {
   readonly description: string;
 }
 
-const SMTP_TIMEOUTS = { connectionTimeout: 30_000, greetingTimeout: 30_000, socketTimeout: 60_000 };
+// Well inside half the outbox's claim lease (worker.ts), so an attempt never outlives its claim.
+const SMTP_TIMEOUTS = { connectionTimeout: 8_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
 
 function smtpTransport(smtpUrl: string, from: string): MailTransport {
   const transporter = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS }, { from });
@@ -47,7 +49,8 @@ function fileTransport(directory: string, from: string): MailTransport {
       await writeFile(path, info.message as Buffer);
       // Someone trying the server without a mail server follows the (acceptance) link from the log.
       const links = email.text.match(/https?:\/\/\S+/g) ?? [];
-      console.log([`E-mail to ${email.to} written to ${path}`, ...links.map((link) => `  link: ${link}`)].join('\n'));
+      // (The README names this development mode as the one place acceptance links are logged.)
+      logger.info({ emailId: email.id, file: path, links }, 'e-mail written to a file');
     },
     close: () => composer.close(),
   };

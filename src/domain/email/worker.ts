@@ -1,8 +1,11 @@
 // Delivers queued e-mail after commit. Several server processes may share one PostgreSQL database:
 // each claims a batch with one UPDATE over `FOR UPDATE SKIP LOCKED` rows that pushes their
-// nextAttemptAt past a lease, so no two workers hold the same e-mail. A failed attempt is retried
-// with growing delays, and marked FAILED after maxAttempts.
+// nextAttemptAt past a lease, so no two workers hold the same e-mail. The lease is short (40 s) and
+// every attempt ends before it does, so mail claimed by a process that died is claimed again by any
+// worker when the lease ends (each worker sleeps at most until the next lease end). A failed attempt
+// is retried with growing delays, and marked FAILED after maxAttempts.
 import type { Prisma } from '../../db/database.js';
+import { logger } from '../../logging.js';
 import type { MailTransport } from './transport.js';
 
 export interface OutboxOptions {
@@ -10,7 +13,7 @@ export interface OutboxOptions {
   pollMs: number;
   batchSize: number;
   maxAttempts: number;
-  /** How long a claim lasts; must exceed the longest delivery attempt (SMTP timeouts are shorter). */
+  /** How long a claim lasts; an attempt is abandoned (as failed) when half of it has passed. */
   leaseMs: number;
   /** Delay before attempt `attempt + 1` after attempt `attempt` failed (ms). */
   retryDelayMs(attempt: number): number;
@@ -20,7 +23,7 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   pollMs: 30_000,
   batchSize: 20,
   maxAttempts: 6,
-  leaseMs: 10 * 60_000,
+  leaseMs: 40_000,
   retryDelayMs: (attempt) => Math.min(60_000 * 2 ** (attempt - 1), 3_600_000),
 };
 
@@ -81,7 +84,7 @@ export class OutboxWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.pass;
-    await this.deliverDue().catch((error) => console.error('Outbox: final delivery pass failed:', error));
+    await this.deliverDue().catch((error) => logger.error({ err: error }, 'e-mail outbox: final delivery pass failed'));
     this.transport.close();
   }
 
@@ -98,7 +101,7 @@ export class OutboxWorker {
       while (!this.stopped && (await this.deliverDue()) > 0);
       sleep = await this.timeUntilNextDue();
     } catch (error) {
-      console.error('Outbox: delivery pass failed:', error);
+      logger.error({ err: error }, 'e-mail outbox: delivery pass failed');
     }
     if (!this.stopped) this.timer = setTimeout(() => this.wake(), sleep).unref();
   }
@@ -117,19 +120,30 @@ export class OutboxWorker {
   }
 
   private async attempt(email: ClaimedEmail): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('delivery took longer than half the claim lease')), this.options.leaseMs / 2);
+    });
     try {
-      await this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
+      const delivery = this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
+      await Promise.race([delivery, deadline]);
     } catch (error) {
       await this.recordFailure(email, error);
       return;
+    } finally {
+      clearTimeout(timer);
     }
-    await this.prisma.outboxEmail.update({ where: { id: email.id }, data: { status: 'SENT', sentAt: new Date(), lastError: null } });
+    // Only while this worker's claim stands (the attempt count is the claim's).
+    await this.prisma.outboxEmail.updateMany({
+      where: { id: email.id, attempts: email.attempts, status: 'PENDING' },
+      data: { status: 'SENT', sentAt: new Date(), lastError: null },
+    });
   }
 
   private async recordFailure(email: ClaimedEmail, error: unknown): Promise<void> {
     const lastError = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
     const givingUp = email.attempts >= this.options.maxAttempts;
-    console.error(`Outbox: e-mail ${email.id} to ${email.toAddress}, attempt ${email.attempts} failed: ${lastError}${givingUp ? ' (giving up)' : ''}`);
+    logger.warn({ emailId: email.id, attempt: email.attempts, givingUp, error: lastError }, 'e-mail delivery failed');
     await this.prisma.outboxEmail.update({
       where: { id: email.id },
       data: givingUp

@@ -17,6 +17,7 @@ import {
 } from './invite-permissions.js';
 import { assertAccountOldEnough, assertDailyLimit, assertLicenseLimit, invitationFailed, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
+import type { Invitation } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -130,10 +131,10 @@ async function sortAddresses(tx: Transaction, org: AddressPolicy & { id: number 
     if (problem) invalid.push([email, problem, false]);
     else valid.push(email);
   }
-  const existing = await tx.user.findMany({
-    where: { organizationId: org.id, emailKey: { in: valid.map((e) => e.toLowerCase()) } },
-    select: { emailKey: true, isActive: true },
-  });
+  // One array parameter, however many addresses the request names.
+  const existing = await tx.$queryRaw<{ emailKey: string; isActive: boolean }[]>`
+    SELECT "emailKey", "isActive" FROM user_account
+    WHERE "organizationId" = ${org.id} AND "emailKey" = ANY(${valid.map((e) => e.toLowerCase())}::text[])`;
   const accountByKey = new Map(existing.map((u) => [u.emailKey, u]));
   const skipped: InviteeError[] = [];
   const invitable: string[] = [];
@@ -151,28 +152,32 @@ async function sortAddresses(tx: Transaction, org: AddressPolicy & { id: number 
   return { invitable, skipped };
 }
 
-async function createInvitations(tx: Transaction, actor: Actor, request: StoreRequest, emails: string[]) {
-  const created = await tx.invitation.createManyAndReturn({
-    data: emails.map((email) => ({
-      organizationId: request.policy.id,
-      email,
-      referrerId: actor.id,
-      invitedAs: request.inviteAs,
-      invitedAt: request.now,
-      expiresAt: request.expiresAt,
-      includeRealmDefaultSubscriptions: request.includeRealmDefaultSubscriptions,
-      notifyReferrerOnJoin: request.notifyReferrerOnJoin,
-      welcomeMessageCustomText: request.welcomeMessageCustomText ?? null,
-      confirmationKey: generateConfirmationKey(),
-    })),
-  });
+/**
+ * The invitations, their channels and groups: one statement each, whatever the number of addresses
+ * (every list travels as one array parameter).
+ */
+async function createInvitations(tx: Transaction, actor: Actor, request: StoreRequest, emails: string[]): Promise<Invitation[]> {
+  const keys = emails.map(() => generateConfirmationKey());
+  const created = await tx.$queryRaw<Invitation[]>`
+    INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
+      "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
+    SELECT ${request.policy.id}, address.email, ${actor.id}, ${request.inviteAs}, ${request.now}::timestamp(3), ${request.expiresAt}::timestamp(3),
+      ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
+    FROM unnest(${emails}::text[], ${keys}::text[]) WITH ORDINALITY AS address(email, key, position)
+    ORDER BY address.position
+    RETURNING *`;
+  const invitationIds = created.map((invitation) => invitation.id);
   const channelIds = [...new Set(request.streamIds)];
   const groupIds = [...new Set(request.groupIds)];
-  await tx.invitationChannel.createMany({
-    data: created.flatMap((invitation) => channelIds.map((channelId) => ({ invitationId: invitation.id, channelId }))),
-  });
-  await tx.invitationGroup.createMany({
-    data: created.flatMap((invitation) => groupIds.map((groupId) => ({ invitationId: invitation.id, groupId }))),
-  });
+  if (channelIds.length > 0) {
+    await tx.$executeRaw`
+      INSERT INTO invitation_channel ("invitationId", "channelId")
+      SELECT invitation, channel FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${channelIds}::int[]) AS channel`;
+  }
+  if (groupIds.length > 0) {
+    await tx.$executeRaw`
+      INSERT INTO invitation_group ("invitationId", "groupId")
+      SELECT invitation, "group" FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${groupIds}::int[]) AS "group"`;
+  }
   return created.sort((a, b) => a.id - b.id);
 }

@@ -1,0 +1,42 @@
+// Structured JSON logs (pino) on stdout. Every line written while a request is served carries that
+// request's id (also sent back as X-Request-Id). Credentials never reach a log line: the
+// Authorization header is not logged and known secret fields are redacted. Level: LOG_LEVEL
+// (default info; silent under the test runner unless LOG_LEVEL is set).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type { Logger };
+
+const requestIds = new AsyncLocalStorage<string>();
+
+export const REDACTED_PATHS = ['authorization', '*.authorization', 'headers.authorization', 'apiKey', '*.apiKey', 'api_key', '*.api_key', 'password', '*.password'];
+
+export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
+  const level = options.level ?? process.env.LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info');
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      mixin: () => {
+        const requestId = requestIds.getStore();
+        return requestId ? { requestId } : {};
+      },
+    },
+    options.destination,
+  );
+}
+
+/** The process's logger; the CLI's output and the start-up banner stay plain text on stdout. */
+export const logger = createLogger();
+
+/** A client-chosen id is kept when it is short and plain; otherwise a fresh one. */
+export function requestIdFor(header: string | undefined): string {
+  return header && /^[\w.-]{1,64}$/.test(header) ? header : randomUUID();
+}
+
+/** Runs `work` with `requestId` on every log line it writes. */
+export function withRequestId<T>(requestId: string, work: () => T): T {
+  return requestIds.run(requestId, work);
+}

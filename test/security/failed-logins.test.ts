@@ -1,0 +1,71 @@
+// Issue 9 row 11: repeated failed logins from one client address answer 429 RATE_LIMIT_HIT with
+// Retry-After (the reference's shape) without locking out other addresses; the per-user and
+// failed-login limits hold across server processes sharing one PostgreSQL database.
+import { request } from 'node:http';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { basicAuth, startTestServer, type TestServer } from '../support/server.js';
+import { createWorld, type World } from '../support/world.js';
+
+let defaults: TestServer;
+let first: TestServer;
+let second: TestServer;
+let w: World;
+beforeAll(async () => {
+  defaults = await startTestServer();
+  // Two processes' worth of servers on one database, with small limits.
+  const limits = { failedLoginLimit: { windowSeconds: 600, maxRequests: 4 }, rateLimits: [{ windowSeconds: 3600, maxRequests: 6 }] };
+  first = await startTestServer(limits);
+  second = await startTestServer(limits);
+  w = await createWorld(defaults.app.prisma);
+});
+afterAll(async () => {
+  await Promise.all([defaults?.close(), first?.close(), second?.close()]);
+});
+
+/** GET over a connection from the given local address (every 127.x address reaches a server on 127.0.0.1). */
+function get(url: string, authorization: string, localAddress = '127.0.0.1'): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  return new Promise((resolve, reject) => {
+    const call = request(url, { headers: { authorization }, localAddress }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) }));
+    });
+    call.on('error', reject);
+    call.end();
+  });
+}
+
+const wrongKey = (email: string) => basicAuth(email, 'x'.repeat(32));
+
+test('row 11: with the default limit, 300 wrong keys from one address end in 429s; another address still gets in', async () => {
+  const address = '127.0.0.11';
+  const statuses: number[] = [];
+  for (let i = 0; i < 300; i++) statuses.push((await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status);
+  expect(statuses.slice(0, 100)).toEqual(Array(100).fill(401));
+  expect(statuses.slice(100)).toEqual(Array(200).fill(429));
+  const locked = await get(`${defaults.url}/api/v1/users/me`, w.users.member.auth, address);
+  expect(locked.status).toBe(429);
+  expect(Object.keys(locked.body)).toEqual(['result', 'msg', 'retry-after', 'code']);
+  expect(locked.body).toMatchObject({ result: 'error', code: 'RATE_LIMIT_HIT' });
+  expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+  const elsewhere = await get(`${defaults.url}/api/v1/users/me`, w.users.member.auth, '127.0.0.12');
+  expect(elsewhere.status).toBe(200);
+});
+
+test('failed logins count across processes: 2 + 2 failures on two servers, the fifth is refused on either door', async () => {
+  const address = '127.0.0.21';
+  const auth = wrongKey(w.users.owner.email);
+  for (const server of [first, second, first, second]) expect((await get(`${server.url}/api/v1/users/me`, auth, address)).status).toBe(401);
+  expect((await get(`${first.url}/api/v1/users/me`, auth, address)).status).toBe(429);
+  const graphql = await get(`${second.url}/graphql?query=${encodeURIComponent('{ me { email } }')}`, w.users.owner.auth, address);
+  expect(graphql.status).toBe(429);
+  expect(graphql.body.errors[0].extensions.code).toBe('RATE_LIMIT_HIT');
+  expect((await get(`${second.url}/api/v1/users/me`, w.users.owner.auth, '127.0.0.22')).status).toBe(200);
+});
+
+test('the per-user limit counts across processes: 6 requests over two servers, the seventh is refused', async () => {
+  const auth = w.users.moderator.auth;
+  const statuses: number[] = [];
+  for (const server of [first, second, first, second, first, second, first]) statuses.push((await get(`${server.url}/api/v1/users/me`, auth, '127.0.0.31')).status);
+  expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
+});

@@ -1,0 +1,72 @@
+// Issue 9 row 4 (and issue 10's statement count): an invitation request's SQL statements do not
+// grow with its addresses; 10,000 addresses in one request succeed, whole, with their channels,
+// groups and e-mails; other requests are served meanwhile.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startCountingApp } from '../support/query-count.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import type { OrganizationFile } from '../../src/import/organization-file.js';
+import { createWorld } from '../support/world.js';
+
+let counting: Awaited<ReturnType<typeof startCountingApp>>;
+let server: TestServer;
+beforeAll(async () => {
+  counting = await startCountingApp();
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await counting?.close();
+  await server?.close();
+});
+
+const noDailyLimit = (file: OrganizationFile) => (file.organization.max_invites = null);
+const addresses = (count: number, tag: string) => Array.from({ length: count }, (_, i) => `${tag}-${i}@example.net`).join(',');
+
+test('5, 100 and 10,000 addresses take the same number of statements, and every row is written', async () => {
+  const w = await createWorld(counting.prisma, noDailyLimit);
+  const channels = [await w.channelId('general'), await w.channelId('design')];
+  const groups = [await w.groupId('support')];
+  const invite = (count: number, tag: string) =>
+    counting.request('/api/v1/invites', {
+      method: 'POST',
+      headers: { authorization: w.users.owner.auth },
+      body: new URLSearchParams({ invitee_emails: addresses(count, tag), stream_ids: JSON.stringify(channels), group_ids: JSON.stringify(groups) }),
+    });
+  // Authentication costs a statement only until its per-process cache holds the key: warm it first.
+  await counting.request('/api/v1/users/me', { headers: { authorization: w.users.owner.auth } });
+  const counts: number[] = [];
+  for (const [count, tag] of [[5, 'five'], [100, 'hundred'], [10_000, 'many']] as const) {
+    const { response, statements } = await invite(count, tag);
+    expect(response.status).toBe(200);
+    counts.push(statements);
+  }
+  expect(new Set(counts).size).toBe(1);
+  const prisma = counting.prisma;
+  const invitations = await prisma.invitation.findMany({ where: { organizationId: w.org.id }, select: { id: true } });
+  expect(invitations).toHaveLength(10_105);
+  const ids = invitations.map((i) => i.id);
+  expect(await prisma.invitationChannel.count({ where: { invitationId: { in: ids.slice(0, 30_000) } } })).toBe(2 * 10_105);
+  expect(await prisma.invitationGroup.count({ where: { invitationId: { in: ids.slice(0, 30_000) } } })).toBe(10_105);
+  expect(await prisma.outboxEmail.count({ where: { organizationId: w.org.id, kind: 'invitation' } })).toBe(10_105);
+});
+
+test('10,000 addresses on the real server: 200, and /health and another organization are answered before it finishes', async () => {
+  const w = await createWorld(server.app.prisma, noDailyLimit);
+  const other = await createWorld(server.app.prisma);
+  const order: string[] = [];
+  const big = fetch(`${server.url}/api/v1/invites`, {
+    method: 'POST',
+    headers: { authorization: w.users.owner.auth },
+    body: new URLSearchParams({ invitee_emails: addresses(10_000, 'burst'), stream_ids: '[]' }),
+  }).then((r) => (order.push('invite'), r));
+  // Wait until the big request holds its organization's lock, then ask others.
+  await server.app.prisma.$transaction(async () => {});
+  const small = await Promise.all([
+    fetch(`${server.url}/health`).then((r) => (order.push('health'), r)),
+    fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: other.users.member.auth } }).then((r) => (order.push('other'), r)),
+  ]);
+  const answer = await big;
+  expect(answer.status).toBe(200);
+  expect(small.map((r) => r.status)).toEqual([200, 200]);
+  expect(order.indexOf('invite')).toBe(2);
+  expect(await server.app.prisma.invitation.count({ where: { organizationId: w.org.id } })).toBe(10_000);
+});
