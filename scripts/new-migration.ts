@@ -1,10 +1,13 @@
 // Writes the SQL that takes the committed migrations to the current prisma/schema.prisma as a new
 // migration folder. Usage: npm run db:migration -- <name>
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+//
+// A development tool only: the schema engine replays the migrations into an in-memory PGlite (a
+// devDependency) and diffs. Through @prisma/adapter-pg its introspection fails ("Column type 'char'
+// could not be deserialized"), so the diff cannot run on the server's own PostgreSQL.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { openSchemaEngine } from '../src/db/schema-engine.js';
 import { loadMigrationList, MIGRATIONS_DIR, SCHEMA_PATH } from '../src/db/migrations.js';
 
@@ -14,12 +17,8 @@ if (!name) {
   process.exit(2);
 }
 const schema = { path: SCHEMA_PATH, content: await readFile(SCHEMA_PATH, 'utf8') };
-// The engine replays the migrations into a shadow database: a scratch embedded PostgreSQL holds it.
-// (A config object, not a URL: the adapter names the shadow database by overriding `database`.)
-const scratchDir = await mkdtemp(join(tmpdir(), 'tc-migration-'));
-const scratch = await startEmbeddedPostgres(scratchDir);
-const socket = new URL(scratch.url).searchParams.get('host')!;
-const engine = await openSchemaEngine(schema, new PrismaPg({ host: socket, user: new URL(scratch.url).username, database: 'postgres' }));
+const scratch = new PGlite();
+const engine = await openSchemaEngine(schema, new PrismaPGlite(scratch));
 const migrationsList = await loadMigrationList();
 const from = migrationsList.migrationDirectories.length
   ? { tag: 'migrations' as const, ...migrationsList }
@@ -32,8 +31,7 @@ const { stdout } = await engine.diff({
   filters: { externalTables: [], externalEnums: [] },
 });
 engine.free();
-await scratch.stop();
-await rm(scratchDir, { recursive: true, force: true });
+await scratch.close();
 
 const sql = (stdout ?? '').trim();
 if (!sql || sql === '-- This is an empty migration.') {
