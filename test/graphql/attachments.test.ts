@@ -154,7 +154,7 @@ describe('SQL statements per request', () => {
       body: JSON.stringify({ query: print(Attachments) }),
     });
 
-  test('GraphQL: 10 and 1,000 attachments (each with messages) take the same number of statements, at most 3', async () => {
+  test('GraphQL: 10 and 1,000 attachments (each with messages) take the same number of statements, at most 2', async () => {
     const few = await graphqlRequest(await memberWithFiles(10));
     const many = await graphqlRequest(await memberWithFiles(1000));
     const fewBody = await few.response.json();
@@ -163,7 +163,8 @@ describe('SQL statements per request', () => {
     expect(manyBody.data.attachments.attachments).toHaveLength(1000);
     expect(manyBody.data.attachments.attachments.every((a: { messageIds: number[]; messages: unknown[] }) => a.messageIds.length === 2 && a.messages.length === 2)).toBe(true);
     expect(few.statements).toBeGreaterThan(0);
-    expect(few.statements).toBeLessThanOrEqual(3);
+    // Authentication and the list: the server's per-user rate limit may add one more (at most 3).
+    expect(few.statements).toBeLessThanOrEqual(2);
     expect(many.statements).toBe(few.statements);
   });
 
@@ -175,7 +176,8 @@ describe('SQL statements per request', () => {
     expect(body.attachments).toHaveLength(1000);
     expect(body.attachments.every((a: { message_ids: number[] }) => a.message_ids.length === 2)).toBe(true);
     expect(few.statements).toBeGreaterThan(0);
-    expect(few.statements).toBeLessThanOrEqual(3);
+    // Authentication and the list: the server's per-user rate limit may add one more (at most 3).
+    expect(few.statements).toBeLessThanOrEqual(2);
     expect(many.statements).toBe(few.statements);
   });
 });

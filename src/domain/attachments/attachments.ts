@@ -30,39 +30,53 @@ export interface OwnAttachment extends AttachmentRecord {
   messages: LinkedMessage[];
 }
 
+interface AttachmentJson {
+  id: number;
+  name: string;
+  pathId: string;
+  /** Text: a JSON number would lose bytes past 2^53. */
+  size: string;
+  createTime: number;
+  messages: { id: number; dateSent: number }[];
+}
+
 /**
  * Every file the caller uploaded, claimed by a message or not, by ascending id, each with the
  * messages linking to it, and the total size of all files of the caller's organization (every
- * owner's). Any authenticated user may ask. Two statements whatever the number of files: this is
- * the settings page's hot path, so the files and their links come in one hand-written query.
+ * owner's, from its counter). Any authenticated user may ask. One statement whatever the number of
+ * files: this is the settings page's hot path, so it is hand-written, and both doors use it.
  */
 export async function listOwnAttachments(
   prisma: Prisma,
   actor: Actor,
 ): Promise<{ attachments: OwnAttachment[]; uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
-  const [rows, { uploadSpaceUsed, uploadQuota }] = await Promise.all([
-    prisma.$queryRaw<(AttachmentRecord & { messages: { id: number; dateSent: number }[] })[]>`
-      SELECT a.id, a.name, a."pathId", a.size, a."createTime",
-             coalesce(json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
-                        FILTER (WHERE m.id IS NOT NULL), '[]') AS messages
-        FROM attachment a
-        LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
-        LEFT JOIN message m ON m.id = ma."messageId"
-       WHERE a."ownerId" = ${actor.id} AND a."organizationId" = ${actor.organizationId}
-       GROUP BY a.id
-       ORDER BY a.id`,
-    organizationUploadSpace(prisma, actor.organizationId),
-  ]);
-  const attachments = rows.map((row) => ({ ...row, messages: row.messages.map((m) => ({ id: m.id, dateSent: new Date(m.dateSent) })) }));
-  return { attachments, uploadSpaceUsed, uploadQuota };
+  const [row] = await prisma.$queryRaw<{ uploadSpaceUsed: bigint; uploadQuotaGb: number | null; attachments: AttachmentJson[] }[]>`
+     SELECT o."uploadSpaceUsed", o."uploadQuotaGb",
+            coalesce((
+              SELECT json_agg(json_build_object(
+                       'id', a.id, 'name', a.name, 'pathId', a."pathId", 'size', a.size::text, 'createTime', (extract(epoch FROM a."createTime") * 1000)::int8,
+                       'messages', coalesce((
+                         SELECT json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
+                           FROM message_attachment ma JOIN message m ON m.id = ma."messageId"
+                          WHERE ma."attachmentId" = a.id), '[]')) ORDER BY a.id)
+                FROM attachment a
+               WHERE a."ownerId" = ${actor.id} AND a."organizationId" = ${actor.organizationId}), '[]') AS attachments
+       FROM organization o
+      WHERE o.id = ${actor.organizationId}`;
+  if (!row) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
+  const attachments = row.attachments.map((a) => ({
+    id: a.id,
+    name: a.name,
+    pathId: a.pathId,
+    size: BigInt(a.size),
+    createTime: new Date(a.createTime),
+    messages: a.messages.map((m) => ({ id: m.id, dateSent: new Date(m.dateSent) })),
+  }));
+  return { attachments, uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: quotaInBytes(row.uploadQuotaGb) };
 }
 
-/** The organization's counter of bytes stored (upload-space.ts keeps it exact) and its quota in bytes. */
-export async function organizationUploadSpace(prisma: Prisma, organizationId: number): Promise<{ uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
-  const row = await prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { uploadSpaceUsed: true, uploadQuotaGb: true } });
-  // upload_quota_gb is applied as GiB (uploads.md 1.2).
-  return { uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: row.uploadQuotaGb === null ? null : BigInt(row.uploadQuotaGb) << 30n };
-}
+/** upload_quota_gb is applied as GiB (uploads.md 1.2). */
+export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(gb) << 30n);
 
 /**
  * Deletes one of the caller's own files: its stored bytes first (uploads.md section 4; bytes

@@ -6,7 +6,7 @@ import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { insertAttachments } from '../attachments/upload-space.js';
-import type { AttachmentRecord } from '../attachments/attachments.js';
+import { quotaInBytes, type AttachmentRecord } from '../attachments/attachments.js';
 import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
 import { fileKey, newPathId } from './paths.js';
 
@@ -107,9 +107,8 @@ export async function commitUpload(app: AppContext, actor: Actor, staged: Staged
     const [row] = await app.prisma.$transaction(async (tx) => {
       const [organization] = await tx.$queryRaw<{ uploadQuotaGb: number | null; uploadSpaceUsed: bigint }[]>`
         SELECT "uploadQuotaGb", "uploadSpaceUsed" FROM organization WHERE id = ${actor.organizationId} FOR UPDATE`;
-      const quota = organization!.uploadQuotaGb;
-      // upload_quota_gb is applied as GiB (uploads.md 1.2).
-      if (quota !== null && organization!.uploadSpaceUsed + staged.size > BigInt(quota) << 30n) throw quotaExceeded();
+      const quota = quotaInBytes(organization!.uploadQuotaGb);
+      if (quota !== null && organization!.uploadSpaceUsed + staged.size > quota) throw quotaExceeded();
       return insertAttachments(tx, actor.organizationId, [
         { organizationId: actor.organizationId, ownerId: actor.id, name: staged.name, pathId: staged.pathId, size: staged.size, contentType: staged.contentType },
       ]);
