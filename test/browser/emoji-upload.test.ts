@@ -1,24 +1,10 @@
 // A page in a real browser draws an image on a canvas, uploads it as a custom emoji through a
 // GraphQL multipart request (the way a settings page would), and shows the stored emoji.
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { launchBrowser } from '../support/browser.js';
+import { expect, test } from 'vitest';
+import { browserWithWorld } from '../support/browser.js';
 import { CSRF_HEADERS } from '../support/graphql-multipart.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { createWorld, type World } from '../support/world.js';
 
-let server: TestServer;
-let world: World;
-let browser: Browser;
-beforeAll(async () => {
-  server = await startTestServer();
-  world = await createWorld(server.app.prisma);
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const files = browserWithWorld();
 
 const ADD_EMOJI = `mutation ($name: String!, $file: File!) {
   addCustomEmoji(name: $name, file: $file) {
@@ -29,10 +15,10 @@ const ADD_EMOJI = `mutation ($name: String!, $file: File!) {
 }`;
 
 test('a page uploads a canvas drawing as an emoji over GraphQL multipart and shows it at 64x64', async () => {
-  const context = await browser.newContext();
+  const context = await files.browser.newContext();
   const page = await context.newPage();
   // Any page of the server's own origin will do as the settings page's stand-in.
-  await page.goto(`${server.url}/health`);
+  await page.goto(`${files.server.url}/health`);
   const result = await page.evaluate(
     async ({ query, authorization, csrf }) => {
       const canvas = document.createElement('canvas');
@@ -59,13 +45,13 @@ test('a page uploads a canvas drawing as an emoji over GraphQL multipart and sho
       });
       return { status: response.status, body, width: image.naturalWidth, height: image.naturalHeight };
     },
-    { query: ADD_EMOJI, authorization: world.users.member.auth, csrf: CSRF_HEADERS },
+    { query: ADD_EMOJI, authorization: files.world.users.member.auth, csrf: CSRF_HEADERS },
   );
   expect(result.status).toBe(200);
   expect(result.body.data.addCustomEmoji).toMatchObject({ __typename: 'AddCustomEmojiSuccess', emoji: { name: 'canvas_art' } });
   expect({ width: result.width, height: result.height }).toEqual({ width: 64, height: 64 });
   await expect(page.locator('img[alt="canvas_art"]').isVisible()).resolves.toBe(true);
-  const row = await server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: world.org.id, name: 'canvas_art' } });
-  expect(row).toMatchObject({ authorId: world.users.member.id, deactivated: false });
+  const row = await files.server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: files.world.org.id, name: 'canvas_art' } });
+  expect(row).toMatchObject({ authorId: files.world.users.member.id, deactivated: false });
   await context.close();
 });

@@ -1,23 +1,10 @@
 // GraphiQL in a real browser: the bundled page renders without reaching beyond this server, and a
 // query run from its editors with the Authorization header answers `me`.
-import type { Browser, Page, Request } from 'playwright-core';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { launchBrowser } from '../support/browser.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { createWorld, type World } from '../support/world.js';
+import type { Page, Request } from 'playwright-core';
+import { expect, test } from 'vitest';
+import { browserWithWorld } from '../support/browser.js';
 
-let server: TestServer;
-let world: World;
-let browser: Browser;
-beforeAll(async () => {
-  server = await startTestServer();
-  world = await createWorld(server.app.prisma);
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const files = browserWithWorld();
 
 const LOCAL_HOSTS = ['127.0.0.1', 'localhost'];
 /** Requests that would leave the machine (blob: and data: URLs are the page's own memory). */
@@ -31,12 +18,12 @@ const HEADERS_EDITOR = 'section[aria-label="Headers"] .graphiql-editor:not(.hidd
 
 /** A fresh browser profile on GraphiQL; `promptAnswer` is what the user types into a Basic-auth prompt. */
 async function openGraphiQL(promptAnswer?: { username: string; password: string }): Promise<{ page: Page; requests: Request[] }> {
-  const context = await browser.newContext({ httpCredentials: promptAnswer });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  const context = await files.browser.newContext({ httpCredentials: promptAnswer });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: files.server.url });
   const page = await context.newPage();
   const requests: Request[] = [];
   page.on('request', (request) => requests.push(request));
-  const response = await page.goto(`${server.url}/graphql`);
+  const response = await page.goto(`${files.server.url}/graphql`);
   expect(response?.status()).toBe(200);
   expect(response?.headers()['content-type']).toMatch(/^text\/html/);
   await page.locator('.graphiql-container').first().waitFor();
@@ -73,7 +60,7 @@ async function shownResult(page: Page): Promise<unknown> {
 
 test('GraphiQL renders from this server alone and runs { me } with the Authorization header typed into its Headers tab', async () => {
   const { page, requests } = await openGraphiQL();
-  const owner = world.users.owner;
+  const owner = files.world.users.owner;
 
   await replaceEditorText(page, HEADERS_EDITOR, JSON.stringify({ Authorization: owner.auth }));
   await replaceEditorText(page, OPERATION_EDITOR, '{ me { email role } }');
@@ -90,7 +77,7 @@ test('GraphiQL renders from this server alone and runs { me } with the Authoriza
 // The server answers a missing or wrong Authorization header with 401 and `WWW-Authenticate: Basic`,
 // so a browser asks for credentials itself; e-mail and API key typed there work like the header.
 test("with an empty Headers tab the browser's own Basic-auth prompt takes e-mail and API key", async () => {
-  const member = world.users.member;
+  const member = files.world.users.member;
   const runWithPromptAnswer = async (password: string) => {
     const { page, requests } = await openGraphiQL({ username: member.email, password });
     await replaceEditorText(page, HEADERS_EDITOR, '{}');
@@ -102,7 +89,7 @@ test("with an empty Headers tab the browser's own Basic-auth prompt takes e-mail
   };
 
   expect(await runWithPromptAnswer(member.apiKey)).toEqual({ data: { me: { email: member.email, role: 'MEMBER' } } });
-  const refused = (await runWithPromptAnswer(world.users.owner.apiKey)) as { data?: unknown; errors: object[] };
+  const refused = (await runWithPromptAnswer(files.world.users.owner.apiKey)) as { data?: unknown; errors: object[] };
   expect(refused.data).toBeUndefined();
   expect(refused.errors).toHaveLength(1);
   expect(refused.errors[0]).toMatchObject({ message: 'Invalid API key', extensions: { code: 'UNAUTHORIZED' } });
