@@ -3,17 +3,10 @@
 // learns the number of file parts and the outcome of the first only when the whole body was read.
 import { Readable } from 'node:stream';
 import busboy from 'busboy';
-import type { IncomingFile } from '../domain/uploads/upload-file.js';
-import { isFileName } from '../domain/uploads/upload-file.js';
+import { isFileName, type FileOutcome, type IncomingFile, type ReceivedFile } from '../domain/uploads/upload-file.js';
 import { badRequest } from '../domain/errors.js';
 
-export type FirstFileOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
-
-export interface ReceivedFiles<T> {
-  /** File parts with a usable file name. */
-  count: number;
-  /** Undefined when there was no file part. */
-  first?: FirstFileOutcome<T>;
+export interface ReceivedFiles<T> extends ReceivedFile<T> {
   /** Text fields of the form. */
   fields: Map<string, string>;
 }
@@ -39,7 +32,7 @@ export async function receiveFiles<T>(
   }
   let count = 0;
   let current: Readable | undefined;
-  let first: Promise<FirstFileOutcome<T>> | undefined;
+  let first: Promise<FileOutcome<T>> | undefined;
   const body = Readable.fromWeb(request.body as import('node:stream/web').ReadableStream);
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on('field', (name, value) => fields.set(name, value));

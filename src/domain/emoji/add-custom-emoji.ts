@@ -14,7 +14,7 @@ import { isAdministrator, isGuest } from '../users/roles.js';
 import { bareContentType, contentTypeFor } from '../uploads/file-names.js';
 import { avatarKey, emojiImagePath, emojiStillPath } from '../uploads/paths.js';
 import { serverSecret } from '../uploads/server-secrets.js';
-import { byteLimit, limited, type IncomingFile } from '../uploads/upload-file.js';
+import { byteLimit, limited, singleFile, type IncomingFile, type ReceivedFile } from '../uploads/upload-file.js';
 import { assertEmojiContentType, EMOJI_FORMATS, resizeEmoji } from './emoji-image.js';
 import { isBuiltInEmojiName } from './built-in-emoji.js';
 import { emojiDict, EMOJI_RECORD, type CustomEmojiRecord } from './custom-emoji.js';
@@ -50,12 +50,12 @@ const isNameTaken = async (db: Pick<Prisma, 'customEmoji'>, organizationId: numb
   (await db.customEmoji.count({ where: { organizationId, name, deactivated: false } })) > 0;
 
 /** Step 6. */
-export function assertOneEmojiFile(count: number): void {
+function assertOneEmojiFile(count: number): void {
   if (count !== 1) throw badRequest('You must upload exactly one file.');
 }
 
 /** Step 7: built-in names may be shadowed by administrators only. */
-export function assertMayUseName(actor: Actor, name: string): void {
+function assertMayUseName(actor: Actor, name: string): void {
   if (isBuiltInEmojiName(name) && !isAdministrator(actor.role)) throw badRequest('Only administrators can override default emoji.');
 }
 
@@ -73,7 +73,7 @@ export async function receiveEmojiFile(app: AppContext, file: IncomingFile): Pro
 }
 
 /** Step 10: the image resized, stored and recorded, with the audit log entry. */
-export async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, file: ReceivedEmojiFile): Promise<CustomEmojiRecord> {
+async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, file: ReceivedEmojiFile): Promise<CustomEmojiRecord> {
   const contentType = bareContentType(file.contentType);
   assertEmojiContentType(contentType);
   const resized = await resizeEmoji(file.data, contentType);
@@ -112,9 +112,19 @@ export async function storeCustomEmoji(app: AppContext, actor: Actor, name: stri
   }
 }
 
+/**
+ * Both doors, once the request's file parts were read: steps 6 and 7, then the first file's own
+ * refusal (its size), then step 9 on and the row. `name` comes from assertMayAddEmoji (steps 1-5).
+ */
+export async function addReceivedCustomEmoji(app: AppContext, actor: Actor, name: string, received: ReceivedFile<ReceivedEmojiFile>): Promise<CustomEmojiRecord> {
+  assertOneEmojiFile(received.count);
+  assertMayUseName(actor, name);
+  if (!received.first!.ok) throw received.first!.error;
+  return storeCustomEmoji(app, actor, name, received.first!.value);
+}
+
 /** All of it for one file (the GraphQL door, where exactly one file comes by type). */
 export async function addCustomEmoji(app: AppContext, actor: Actor, rawName: string, file: IncomingFile): Promise<CustomEmojiRecord> {
   const name = await assertMayAddEmoji(app, actor, rawName);
-  assertMayUseName(actor, name);
-  return storeCustomEmoji(app, actor, name, await receiveEmojiFile(app, file));
+  return addReceivedCustomEmoji(app, actor, name, await singleFile(receiveEmojiFile(app, file)));
 }

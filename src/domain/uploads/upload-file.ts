@@ -18,6 +18,20 @@ export interface IncomingFile {
   data: Readable;
 }
 
+/** How handling a request's first file part went: its result, or the error to report in turn. */
+export type FileOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** What a request brought: its number of file parts and the outcome of the first (none: no file). */
+export interface ReceivedFile<T> {
+  count: number;
+  first?: FileOutcome<T>;
+}
+
+/** The outcome of handling the single file of a request that holds exactly one (GraphQL's File). */
+export async function singleFile<T>(handling: Promise<T>): Promise<ReceivedFile<T>> {
+  return { count: 1, first: await handling.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error })) };
+}
+
 export interface StagedUpload {
   pathId: string;
   /** The name as uploaded (unquoted): the stored `name` and the response's `filename`. */
@@ -39,7 +53,7 @@ const MIB = 1024 * 1024;
 export const maxFileUploadBytes = (config: { uploads: { maxFileUploadSizeMib: number } }) => config.uploads.maxFileUploadSizeMib * MIB;
 
 /** Checks 1 and 2 of the reference: exactly one file part. */
-export function assertOneFile(count: number): void {
+function assertOneFile(count: number): void {
   if (count === 0) throw badRequest('You must specify a file to upload');
   if (count !== 1) throw badRequest('You may only upload one file at a time');
 }
@@ -102,7 +116,7 @@ export const quotaExceeded = () =>
  * the quota together), then the row and the organization's counter in the same transaction. A
  * refusal or any failure removes the staged bytes.
  */
-export async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload): Promise<UploadedFile> {
+async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload): Promise<UploadedFile> {
   try {
     const [row] = await app.prisma.$transaction(async (tx) => {
       const [organization] = await tx.$queryRaw<{ uploadQuotaGb: number | null; uploadSpaceUsed: bigint }[]>`
@@ -124,8 +138,23 @@ export async function commitUpload(app: AppContext, actor: Actor, staged: Staged
   }
 }
 
+/**
+ * Both doors, once the request's file parts were staged: checks 1-2 on their count, then the first
+ * file's own refusal (its size), then step 4 and the row. Staged bytes never outlive a refusal.
+ */
+export async function uploadReceivedFile(app: AppContext, actor: Actor, received: ReceivedFile<StagedUpload>): Promise<UploadedFile> {
+  const staged = received.first?.ok ? received.first.value : undefined;
+  try {
+    assertOneFile(received.count);
+  } catch (error) {
+    if (staged) await discardUpload(app, staged);
+    throw error;
+  }
+  if (!received.first!.ok) throw received.first!.error;
+  return commitUpload(app, actor, staged!);
+}
+
 /** One file, start to end (the GraphQL door, where the request holds exactly one file by type). */
 export async function uploadFile(app: AppContext, actor: Actor, file: IncomingFile): Promise<UploadedFile> {
-  const staged = await stageUpload(app, actor, file);
-  return commitUpload(app, actor, staged);
+  return uploadReceivedFile(app, actor, await singleFile(stageUpload(app, actor, file)));
 }

@@ -1,6 +1,6 @@
 // GET /realm/emoji, POST and DELETE /realm/emoji/{emoji_name}: the reference's shapes over the emoji service.
 import { deactivateCustomEmoji, emojiDict, listCustomEmoji } from '../../domain/emoji/custom-emoji.js';
-import { assertMayAddEmoji, assertMayUseName, assertOneEmojiFile, receiveEmojiFile, storeCustomEmoji } from '../../domain/emoji/add-custom-emoji.js';
+import { addReceivedCustomEmoji, assertMayAddEmoji, receiveEmojiFile } from '../../domain/emoji/add-custom-emoji.js';
 import { receiveFiles } from '../../http/multipart.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
@@ -18,7 +18,6 @@ export const deactivateEmoji: RestHandler = async ({ actor, params, path, app })
   return successResponse({}, undeclaredParameters(params));
 };
 
-
 /**
  * POST /realm/emoji/{emoji_name} (multipart, one file). The checks that need no file run before the
  * body is read; the size is enforced while the file arrives, and reported after the file count and
@@ -31,9 +30,6 @@ export const addEmoji: RestHandler = async ({ actor, path, app, request }) => {
     (file) => receiveEmojiFile(app, file),
     async () => {},
   );
-  assertOneEmojiFile(received.count);
-  assertMayUseName(actor, name);
-  if (!received.first!.ok) throw received.first!.error;
-  await storeCustomEmoji(app, actor, name, received.first!.value);
+  await addReceivedCustomEmoji(app, actor, name, received);
   return successResponse();
 };

@@ -1,6 +1,6 @@
 // POST /user_uploads: the multipart body streams through the upload service; the reference's
 // checks come in its order once the whole body was read (see the upload service).
-import { assertOneFile, commitUpload, discardUpload, stageUpload } from '../../domain/uploads/upload-file.js';
+import { discardUpload, stageUpload, uploadReceivedFile } from '../../domain/uploads/upload-file.js';
 import { receiveFiles } from '../../http/multipart.js';
 import { fileForbidden, fileMissing } from '../../http/files.js';
 import { accessFile } from '../../domain/uploads/file-access.js';
@@ -14,15 +14,7 @@ export const uploadFile: RestHandler = async ({ actor, app, request }) => {
     (file) => stageUpload(app, actor, file),
     (staged) => discardUpload(app, staged),
   );
-  const staged = received.first?.ok ? received.first.value : undefined;
-  try {
-    assertOneFile(received.count);
-  } catch (error) {
-    if (staged) await discardUpload(app, staged);
-    throw error;
-  }
-  if (!received.first!.ok) throw received.first!.error;
-  const { url, filename } = await commitUpload(app, actor, staged!);
+  const { url, filename } = await uploadReceivedFile(app, actor, received);
   // `uri` is the pre-feature-level-272 name of `url`; both are sent (Decision 3).
   return successResponse({ uri: url, url, filename });
 };
