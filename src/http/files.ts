@@ -4,6 +4,7 @@
 import { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
 import { clientAddress } from './app.js';
+import Negotiator from 'negotiator';
 import rangeParser from 'range-parser';
 import type { AppContext } from '../app-context.js';
 import { authenticateApiKey, authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
@@ -22,27 +23,9 @@ const ERROR_PNG = Buffer.from(
   'base64',
 );
 
-/**
- * Django's request.get_preferred_type(["text/html", "image/png"]): the Accept entries by quality
- * and specificity, the first of ours that the best entry matches; none when nothing matches.
- */
+/** Django's request.get_preferred_type(["text/html", "image/png"]) == "image/png" (negotiator ranks Accept the same way). */
 export function prefersImage(accept: string | null): boolean {
-  const entries = (accept || '*/*')
-    .split(',')
-    .map((part) => {
-      const [range = '', ...params] = part.trim().split(';').map((p) => p.trim());
-      const q = params.find((p) => p.startsWith('q='));
-      const specificity = range === '*/*' ? 0 : range.endsWith('/*') ? 1 : 2;
-      return { range: range.toLowerCase(), quality: q ? Number(q.slice(2)) : 1, specificity };
-    })
-    .filter((e) => e.range && e.quality > 0)
-    .sort((a, b) => b.quality - a.quality || b.specificity - a.specificity);
-  const matches = (range: string, type: string) => range === '*/*' || range === type || (range.endsWith('/*') && type.startsWith(range.slice(0, -1)));
-  for (const entry of entries) {
-    const preferred = ['text/html', 'image/png'].find((type) => matches(entry.range, type));
-    if (preferred) return preferred === 'image/png';
-  }
-  return false;
+  return new Negotiator({ headers: { accept: accept || '*/*' } }).mediaType(['text/html', 'image/png']) === 'image/png';
 }
 
 function failure(status: number, request: Request, html: string): Response {
@@ -103,6 +86,9 @@ async function serveStored(app: AppContext, request: Request, key: string, optio
   return new Response(stream, { status: 200, headers: { ...headers, 'Content-Length': String(info.size) } });
 }
 
+/** The reference's answer when the row exists but the stored bytes do not. */
+const storedFileMissing = () => new Response('<p>File not found</p>', { status: 404, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+
 /** An uploaded file as the reference's serve_local answers it. */
 export function serveUpload(app: AppContext, request: Request, file: ServableFile, forceDownload: boolean): Promise<Response> {
   const contentType = file.contentType ?? contentTypeFor(file.name, undefined);
@@ -115,7 +101,7 @@ export function serveUpload(app: AppContext, request: Request, file: ServableFil
       contentDisposition: contentDisposition(forceDownload || !isInlineType(contentType), file.name),
       cacheControl: 'private, immutable',
     },
-    () => new Response('<p>File not found</p>', { status: 404, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+    storedFileMissing,
   );
 }
 
@@ -161,9 +147,8 @@ export function mountFileRoutes(http: Hono, app: AppContext): void {
   // Custom emoji images: public, cached for a year (their names never change).
   http.get('/user_avatars/*', async (c) => {
     const path = decodedPath(c.req.raw, '/user_avatars/');
-    const notFound = () => new Response('<p>File not found</p>', { status: 404, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
-    if (path === null || !isSafeKey(path)) return notFound();
+    if (path === null || !isSafeKey(path)) return storedFileMissing();
     const contentType = lookup(path) || 'application/octet-stream';
-    return serveStored(app, c.req.raw, avatarKey(path), { contentType, cacheControl: 'max-age=31536000, public, immutable' }, notFound);
+    return serveStored(app, c.req.raw, avatarKey(path), { contentType, cacheControl: 'max-age=31536000, public, immutable' }, storedFileMissing);
   });
 }
