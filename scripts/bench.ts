@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { EMBEDDED_DATABASE, EMBEDDED_USER, socketDirFor } from '../src/db/embedded-postgres.js';
+import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { best, runRound, type Round, type Scenario } from './bench/load.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
@@ -22,10 +22,6 @@ const SERVER_URL = 'http://bench.example';
 const run = promisify(execFile);
 
 type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
-
-function embeddedDatabaseUrl(dataDir: string): string {
-  return `postgresql://${EMBEDDED_USER}@localhost/${EMBEDDED_DATABASE}?host=${encodeURIComponent(socketDirFor(join(dataDir, 'postgres')))}`;
-}
 
 interface Organization {
   id: number;

@@ -95,7 +95,7 @@ function describe(url: string): string {
 }
 
 /** Waits for PostgreSQL to accept connections, saying so on every try; refusals that waiting cannot fix fail at once. */
-export async function waitForPostgres(url: string, waitSeconds: number, log: (line: string) => void): Promise<void> {
+async function waitForPostgres(url: string, waitSeconds: number, log: (line: string) => void): Promise<void> {
   const deadline = Date.now() + waitSeconds * 1000;
   for (let attempt = 1; ; attempt++) {
     try {

@@ -18,7 +18,7 @@ import { StartupError } from '../startup-error.js';
 const run = promisify(execFile);
 
 export const EMBEDDED_DATABASE = 'teamchat';
-export const EMBEDDED_USER = 'teamchat';
+const EMBEDDED_USER = 'teamchat';
 /** Unix socket paths are limited to 107 bytes on Linux; `/.s.PGSQL.<port>` takes up to 17 of them. */
 const MAX_SOCKET_DIR_LENGTH = 90;
 
@@ -102,7 +102,7 @@ async function initialise(bin: Binaries, pgdata: string, ids: { uid: number; gid
 }
 
 /** The pid of a live postmaster on `pgdata`, from its postmaster.pid, or undefined. */
-export async function runningPostmaster(pgdata: string): Promise<number | undefined> {
+async function runningPostmaster(pgdata: string): Promise<number | undefined> {
   const content = await readFile(join(pgdata, 'postmaster.pid'), 'utf8').catch(() => undefined);
   const pid = Number(content?.split('\n')[0]);
   if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
@@ -117,12 +117,17 @@ export async function runningPostmaster(pgdata: string): Promise<number | undefi
   return /^\d+ \(postgres\) [^Z]/.test(status) ? pid : undefined;
 }
 
+/** Where the embedded PostgreSQL of `dataDir` answers (its database, as its superuser). */
+export function embeddedDatabaseUrl(dataDir: string, tcpPort?: number): string {
+  return connectionUrl(socketDirFor(join(dataDir, 'postgres')), tcpPort);
+}
+
 function connectionUrl(socketDir: string, tcpPort: number | undefined): string {
   if (tcpPort !== undefined) return `postgresql://${EMBEDDED_USER}@127.0.0.1:${tcpPort}/${EMBEDDED_DATABASE}`;
   return `postgresql://${EMBEDDED_USER}@localhost/${EMBEDDED_DATABASE}?host=${encodeURIComponent(socketDir)}`;
 }
 
-export function socketDirFor(pgdata: string): string {
+function socketDirFor(pgdata: string): string {
   if (pgdata.length > MAX_SOCKET_DIR_LENGTH) {
     throw new StartupError(`DATA_DIR is too long for PostgreSQL's Unix socket (${pgdata.length} characters, at most ${MAX_SOCKET_DIR_LENGTH}): choose a shorter DATA_DIR.`);
   }
