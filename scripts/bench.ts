@@ -15,7 +15,17 @@ import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, 
 import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 
-const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    // Focused runs while working on one path: scenarios whose name contains one of the words (case-insensitive).
+    only: { type: 'string', multiple: true },
+    // embedded, external or both (the default: external when DATABASE_URL is set).
+    mode: { type: 'string' },
+  },
+});
+const selected = (name: string) => !flags.only || flags.only.some((word) => name.toLowerCase().includes(word.toLowerCase()));
+const sizeScenario = (name: DataSet) => `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization`;
 const volumes = flags.quick ? QUICK : FULL;
 const LOAD = flags.quick ? { connections: 8, seconds: 2, rounds: 1 } : { connections: 8, seconds: 6, rounds: 2 };
 const SERVER_URL = 'http://bench.example';
@@ -156,22 +166,26 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
     real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
     db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-    const organizations = {} as Record<DataSet, Organization>;
-    for (const name of Object.keys(volumes) as DataSet[]) organizations[name] = await importOrganization(name, env, workDir, db);
+    const organizations = {} as Partial<Record<DataSet, Organization>>;
+    for (const name of Object.keys(volumes) as DataSet[]) {
+      if (name === 'main' || selected(sizeScenario(name))) organizations[name] = await importOrganization(name, env, workDir, db);
+    }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
     const databasePids = () => embeddedPostgresPids(real!.dataDir);
-    const list = scenarios(organizations.main, db);
-    await assertSameAnswers(list, floor, real);
+    const all = scenarios(organizations.main!, db);
+    await assertSameAnswers(all, floor, real);
+    const list = all.filter((scenario) => selected(scenario.name));
 
     const realRss = sampleRss(real.child.pid!, databasePids);
     const floorRss = sampleRss(floor.child.pid!, () => []);
     const results: ScenarioResult[] = [];
     for (const scenario of list) results.push(await measure(scenario, floor, real));
     for (const name of ['small', 'large'] as const) {
-      const [rest] = scenarios(organizations[name], db);
-      results.push(await measure({ ...rest!, name: `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization` }, floor, real));
+      if (!organizations[name]) continue;
+      const [rest] = scenarios(organizations[name]!, db);
+      results.push(await measure({ ...rest!, name: sizeScenario(name) }, floor, real));
     }
     const realPeaks = realRss.stop();
     return {
@@ -197,13 +211,15 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
 
 async function main() {
   const external = process.env.DATABASE_URL;
-  const modes: ModeResult[] = [await benchMode({ kind: 'embedded' })];
-  if (external) modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
-  else console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
+  const modes: ModeResult[] = [];
+  if (flags.mode !== 'external') modes.push(await benchMode({ kind: 'embedded' }));
+  if (external && flags.mode !== 'embedded') modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
+  else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
   const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
-  const name = `bench/results/${flags.quick ? 'quick-' : ''}${stamp}`;
+  const partial = flags.only || flags.mode;
+  const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
   const markdown = markdownReport(report);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
