@@ -61,6 +61,7 @@ export async function startServer(
   const stopListening = await listenForAuthChanges(authCache, database.url);
   const app: AppContext = {
     prisma: database.prisma,
+    sql: database.sql,
     config,
     rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,

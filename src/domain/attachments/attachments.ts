@@ -1,7 +1,7 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
 import type { AppContext } from '../../app-context.js';
-import type { Prisma } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
@@ -47,22 +47,13 @@ interface AttachmentJson {
  * files: this is the settings page's hot path, so it is hand-written, and both doors use it.
  */
 export async function listOwnAttachments(
-  prisma: Prisma,
+  sql: Sql,
   actor: Actor,
 ): Promise<{ attachments: OwnAttachment[]; uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
-  const [row] = await prisma.$queryRaw<{ uploadSpaceUsed: bigint; uploadQuotaGb: number | null; attachments: AttachmentJson[] }[]>`
-     SELECT o."uploadSpaceUsed", o."uploadQuotaGb",
-            coalesce((
-              SELECT json_agg(json_build_object(
-                       'id', a.id, 'name', a.name, 'pathId', a."pathId", 'size', a.size::text, 'createTime', (extract(epoch FROM a."createTime") * 1000)::int8,
-                       'messages', coalesce((
-                         SELECT json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
-                           FROM message_attachment ma JOIN message m ON m.id = ma."messageId"
-                          WHERE ma."attachmentId" = a.id), '[]')) ORDER BY a.id)
-                FROM attachment a
-               WHERE a."ownerId" = ${actor.id} AND a."organizationId" = ${actor.organizationId}), '[]') AS attachments
-       FROM organization o
-      WHERE o.id = ${actor.organizationId}`;
+  const [row] = await sql.rows<{ uploadSpaceUsed: string; uploadQuotaGb: number | null; attachments: AttachmentJson[] }>(OWN_ATTACHMENTS, [
+    actor.id,
+    actor.organizationId,
+  ]);
   if (!row) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
   const attachments = row.attachments.map((a) => ({
     id: a.id,
@@ -72,8 +63,22 @@ export async function listOwnAttachments(
     createTime: new Date(a.createTime),
     messages: a.messages.map((m) => ({ id: m.id, dateSent: new Date(m.dateSent) })),
   }));
-  return { attachments, uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: quotaInBytes(row.uploadQuotaGb) };
+  return { attachments, uploadSpaceUsed: BigInt(row.uploadSpaceUsed), uploadQuota: quotaInBytes(row.uploadQuotaGb) };
 }
+
+const OWN_ATTACHMENTS = `
+  SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb",
+         coalesce((
+           SELECT json_agg(json_build_object(
+                    'id', a.id, 'name', a.name, 'pathId', a."pathId", 'size', a.size::text, 'createTime', (extract(epoch FROM a."createTime") * 1000)::int8,
+                    'messages', coalesce((
+                      SELECT json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
+                        FROM message_attachment ma JOIN message m ON m.id = ma."messageId"
+                       WHERE ma."attachmentId" = a.id), '[]')) ORDER BY a.id)
+             FROM attachment a
+            WHERE a."ownerId" = $1 AND a."organizationId" = o.id), '[]') AS attachments
+    FROM organization o
+   WHERE o.id = $2`;
 
 /** upload_quota_gb is applied as GiB (uploads.md 1.2). */
 export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(gb) << 30n);
