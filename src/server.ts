@@ -63,7 +63,7 @@ export async function startServer(
     prisma: database.prisma,
     sql: database.sql,
     config,
-    rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
+    rateLimiter: new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,
     notifyOutbox: () => outbox?.wake(),
     storage: openStorage(config),

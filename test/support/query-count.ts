@@ -30,7 +30,7 @@ export async function startCountingApp() {
     prisma,
     sql: sqlOver(pool),
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
+    rateLimiter: new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: null }),
     authCache,
     notifyOutbox: () => {},
     storage: openStorage(loadConfig({})),
