@@ -74,15 +74,27 @@ async function storedFilesOf(tx: Tx, stringId: string): Promise<string[]> {
   return rows.map((r) => fileKey(r.pathId));
 }
 
+/** Files written at once: hundreds of thousands of placeholders must not keep the transaction open for minutes. */
+const PARALLEL_WRITES = 16;
+
 /** Each imported attachment's bytes: the content the file carried, or zeros of the stated size. */
 async function storeAttachmentBytes(storage: FileStorage, file: OrganizationFile, pathIds: string[], written: string[]) {
-  for (const [i, a] of file.attachments.entries()) {
-    const key = fileKey(pathIds[i]!);
-    const type = a.content_type ?? 'application/octet-stream';
-    written.push(key);
-    if (a.content_base64 !== undefined) await storage.write(key, Readable.from([Buffer.from(a.content_base64, 'base64')]), type);
-    else await storage.writePlaceholder(key, a.size, type);
-  }
+  let next = 0;
+  let failed = false;
+  const writeNext = async (): Promise<void> => {
+    for (let i = next++; i < file.attachments.length && !failed; i = next++) {
+      const a = file.attachments[i]!;
+      const key = fileKey(pathIds[i]!);
+      const type = a.content_type ?? 'application/octet-stream';
+      written.push(key);
+      if (a.content_base64 !== undefined) await storage.write(key, Readable.from([Buffer.from(a.content_base64, 'base64')]), type);
+      else await storage.writePlaceholder(key, a.size, type);
+    }
+  };
+  // Every writer stops before the error is thrown, so the caller's clean-up sees every file written.
+  const outcomes = await Promise.allSettled(Array.from({ length: PARALLEL_WRITES }, () => writeNext().catch((error) => ((failed = true), Promise.reject(error)))));
+  const failure = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failure) throw failure.reason;
 }
 
 async function removeExisting(tx: Tx, stringId: string, replace: boolean) {
