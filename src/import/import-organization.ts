@@ -24,6 +24,7 @@ export const SYSTEM_BOTS = [
   { systemBot: 'welcome', email: 'welcome-bot@zulip.com', fullName: 'Welcome Bot' },
 ] as const;
 
+const ANALYZED_TABLES = ['user_account', 'custom_emoji', 'attachment', 'message', 'message_attachment'];
 const TABLES_WITH_IDS = ['organization', 'user_account', 'user_group', 'channel', 'custom_emoji', 'attachment', 'message'];
 const fromUnix = (seconds: number | undefined) => (seconds === undefined ? undefined : new Date(seconds * 1000));
 
@@ -42,6 +43,8 @@ export async function importOrganization(prisma: Prisma, file: OrganizationFile,
   const replaced: string[] = [];
   try {
     const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, written, replaced), { timeout: 300_000, maxWait: 30_000 });
+    // Fresh statistics at once, rather than when autovacuum comes by: a large import changes the best plans.
+    await prisma.$executeRawUnsafe(`ANALYZE ${ANALYZED_TABLES.join(', ')}`);
     await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
     return imported;
   } catch (error) {
