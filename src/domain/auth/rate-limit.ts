@@ -139,7 +139,8 @@ export class FailedLoginLockouts implements NotificationSubscriber {
     return this.until.get(key) ?? 0;
   }
 
-  private note(key: string, windowEnd: number): void {
+  /** The process that counted the failure knows at once; the others when the notification arrives. */
+  note(key: string, windowEnd: number): void {
     if (this.until.size >= MAX_LOCKOUTS) this.forgetExpired();
     if ((this.until.get(key) ?? 0) < windowEnd) this.until.set(key, windowEnd);
   }
@@ -192,6 +193,7 @@ export class RateLimiter {
     if (!rule) return;
     const now = this.now();
     const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), failureKey(clientAddress), rule.windowSeconds, rule.maxRequests]);
+    for (const counter of counters) if (counter.count > rule.maxRequests) this.lockouts.note(counter.key, counter.windowEnd);
     this.refuseIfOver(counters, () => rule.maxRequests, now);
   }
 
