@@ -28,14 +28,16 @@ export function assertMayInviteAs(actor: Actor, inviteAs: number): void {
 type ChannelRow = Channel;
 type GroupRow = UserGroup;
 
-// Requested ids travel as one array parameter (`= ANY`), however many a request names.
-function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+// Requested ids travel as one array parameter (`= ANY`), however many a request names; none, no query.
+async function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+  if (ids?.length === 0) return [];
   if (!ids) return db.channel.findMany({ where: { organizationId }, orderBy: { id: 'asc' } });
   return db.$queryRaw<Channel[]>`
     SELECT * FROM channel WHERE "organizationId" = ${organizationId} AND id = ANY(${distinctRowIds(ids)}::int[]) ORDER BY id`;
 }
 
-function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+async function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+  if (ids?.length === 0) return [];
   if (!ids) return db.userGroup.findMany({ where: { organizationId, name: { not: null } }, orderBy: { id: 'asc' } });
   return db.$queryRaw<UserGroup[]>`
     SELECT * FROM user_group
@@ -69,7 +71,8 @@ export async function loadInvitePermissions(
     loadOrganization(db, actor.organizationId),
     loadChannels(db, actor.organizationId, scope.channelIds),
     loadGroups(db, actor.organizationId, scope.groupIds),
-    db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
+    // Subscriptions matter only for channel access.
+    scope.channelIds?.length === 0 ? [] : db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
   ]);
   if (!organization) throw badRequest('Invalid organization');
   const settingIds = [

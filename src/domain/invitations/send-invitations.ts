@@ -1,8 +1,9 @@
 // Send invitations: the whole check order of behaviour.md 3.2 (with its Decisions), then one
-// transaction under the organization's lock that stores the invitations and queues their e-mails.
+// short transaction under the organization's lock that stores the invitations and queues their e-mails.
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
-import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
+import type { Config } from '../../config.js';
+import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail, type Transaction } from '../email/outbox.js';
 import { badRequest } from '../errors.js';
 import { ROLE_CODES, isAdministrator } from '../users/roles.js';
 import { addressProblem, parseInviteeEmails, type AddressPolicy } from './addresses.js';
@@ -15,9 +16,21 @@ import {
   assertMayUseInvitations,
   loadInvitePermissions,
 } from './invite-permissions.js';
-import { assertAccountOldEnough, assertDailyLimit, assertLicenseLimit, invitationFailed, lockOrganization } from './limits.js';
+import {
+  assertAccountOldEnough,
+  assertDailyLimitKept,
+  assertLicensesSuffice,
+  countsForLimits,
+  invitationFailed,
+  lockOrganization,
+  readUnderLock,
+  type LimitedOrganization,
+  type LockedCounts,
+} from './limits.js';
+import { queuedForOrganization } from './lock-queue.js';
+import { distinctRowIds } from '../ids.js';
 import { inTransaction } from '../transaction.js';
-import type { Invitation } from '../../generated/prisma/client.js';
+import { Prisma, type Invitation } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -82,9 +95,12 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
     throw badRequest('Must be an organization administrator');
   }
   const now = new Date();
+  const org = permissions.organization;
   const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  const { created, skipped } = await inTransaction(app.prisma, (tx) =>
-    storeInvitations(tx, app, actor, { ...request, emails, expiresAt, now, policy: permissions.organization }),
+  // Everything that needs no lock happens before the transaction, which stays a few statements long.
+  const addresses = prepareAddresses(app.config, actor, org, emails, expiresAt);
+  const { created, skipped } = await queuedForOrganization(org.id, () =>
+    inTransaction(app.prisma, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org })),
   );
   app.notifyOutbox();
   if (skipped.length > 0) {
@@ -96,88 +112,103 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   return created;
 }
 
-interface StoreRequest extends SendInvitationsRequest {
-  emails: string[];
-  expiresAt: Date | null;
-  now: Date;
-  policy: AddressPolicy & { id: number; name: string; maxInvites: number | null; licenseLimit: number | null; inviteRequired: boolean };
+type InvitingOrganization = AddressPolicy & LimitedOrganization & { name: string };
+
+/** A valid address with its confirmation key and rendered e-mail. */
+interface Invitee {
+  email: string;
+  emailKey: string;
+  mail: PreparedInvitationEmail;
 }
 
-async function storeInvitations(tx: Transaction, app: AppContext, actor: Actor, request: StoreRequest) {
-  const org = request.policy;
-  await lockOrganization(tx, org.id);
-  await assertDailyLimit(tx, app.config, org, request.emails.length, request.now);
-  await assertLicenseLimit(tx, org, request.emails.length, request.inviteAs);
-  assertAccountOldEnough(actor, org, request.now);
-  const { invitable, skipped } = await sortAddresses(tx, org, request.emails);
-  if (skipped.length === request.emails.length) {
-    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
-  }
-  const created = await createInvitations(tx, actor, request, invitable);
-  await queueInvitationEmails(
-    tx,
-    app.config,
-    created.map((row) => ({ ...row, referrer: actor, organization: org })),
-  );
-  return { created: created.map((row) => toInvitationView(row, request.now)), skipped };
+/** Step 18's validation, and for valid addresses their keys and e-mails (rendered only when every address is valid). */
+interface PreparedAddresses {
+  all: string[];
+  invalid: InviteeError[];
+  valid: Invitee[];
 }
 
-/** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
-async function sortAddresses(tx: Transaction, org: AddressPolicy & { id: number }, emails: string[]) {
+function prepareAddresses(config: Config, actor: Actor, org: InvitingOrganization, emails: string[], expiresAt: Date | null): PreparedAddresses {
   const invalid: InviteeError[] = [];
-  const valid: string[] = [];
+  const validEmails: string[] = [];
   for (const email of emails) {
     const problem = addressProblem(email, org);
     if (problem) invalid.push([email, problem, false]);
-    else valid.push(email);
+    else validEmails.push(email);
   }
-  // One array parameter, however many addresses the request names.
-  const existing = await tx.$queryRaw<{ emailKey: string; isActive: boolean }[]>`
-    SELECT "emailKey", "isActive" FROM user_account
-    WHERE "organizationId" = ${org.id} AND "emailKey" = ANY(${valid.map((e) => e.toLowerCase())}::text[])`;
-  const accountByKey = new Map(existing.map((u) => [u.emailKey, u]));
+  const valid = validEmails.map((email) => {
+    const confirmationKey = generateConfirmationKey();
+    const mail = invalid.length > 0 ? undefined : prepareInvitationEmail(config, { email, confirmationKey, expiresAt, referrer: actor, organization: org });
+    return { email, emailKey: email.toLowerCase(), mail: mail! };
+  });
+  return { all: emails, invalid, valid };
+}
+
+interface StoreRequest extends SendInvitationsRequest {
+  addresses: PreparedAddresses;
+  expiresAt: Date | null;
+  now: Date;
+  org: InvitingOrganization;
+}
+
+/** Steps 14-20: the lock, one statement reading what the checks need, one storing everything. */
+async function storeInvitations(tx: Transaction, config: Config, actor: Actor, request: StoreRequest) {
+  const { org, addresses, now } = request;
+  const count = addresses.all.length;
+  await lockOrganization(tx, org.id);
+  const locked = await readUnderLock(tx, org.id, now, { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) });
+  assertDailyLimitKept(config, org, locked, count);
+  assertLicensesSuffice(org, locked, count, request.inviteAs);
+  assertAccountOldEnough(actor, org, now);
+  const { invitable, skipped } = sortAddresses(addresses, locked);
+  if (skipped.length === count) {
+    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
+  }
+  const created = await insertInvitations(tx, actor, request, invitable);
+  return { created: created.map((row) => toInvitationView(row, now)), skipped };
+}
+
+/** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
+function sortAddresses(addresses: PreparedAddresses, locked: LockedCounts) {
+  const active = new Set(locked.activeKeys);
+  const deactivated = new Set(locked.deactivatedKeys);
   const skipped: InviteeError[] = [];
-  const invitable: string[] = [];
-  for (const email of valid) {
-    const key = email.toLowerCase();
-    const account = accountByKey.get(key);
-    if (SYSTEM_BOT_ADDRESSES.has(key)) skipped.push([email, 'Reserved for system bots.', false]);
-    else if (account?.isActive) skipped.push([email, 'Already has an account.', false]);
-    else if (account) skipped.push([email, 'Account has been deactivated.', true]);
-    else invitable.push(email);
+  const invitable: Invitee[] = [];
+  for (const invitee of addresses.valid) {
+    const { email, emailKey } = invitee;
+    if (SYSTEM_BOT_ADDRESSES.has(emailKey)) skipped.push([email, 'Reserved for system bots.', false]);
+    else if (active.has(emailKey)) skipped.push([email, 'Already has an account.', false]);
+    else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
+    else invitable.push(invitee);
   }
-  if (invalid.length > 0) {
-    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...invalid, ...skipped] });
+  if (addresses.invalid.length > 0) {
+    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...addresses.invalid, ...skipped] });
   }
   return { invitable, skipped };
 }
 
 /**
- * The invitations, their channels and groups: one statement each, whatever the number of addresses
- * (every list travels as one array parameter).
+ * The invitations, their channels and groups, and their e-mails: one statement whatever the number
+ * of addresses (every list travels as one array parameter).
  */
-async function createInvitations(tx: Transaction, actor: Actor, request: StoreRequest, emails: string[]): Promise<Invitation[]> {
-  const keys = emails.map(() => generateConfirmationKey());
-  const created = await tx.$queryRaw<Invitation[]>`
-    INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
-      "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
-    SELECT ${request.policy.id}, address.email, ${actor.id}, ${request.inviteAs}, ${request.now}::timestamp(3), ${request.expiresAt}::timestamp(3),
-      ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
-    FROM unnest(${emails}::text[], ${keys}::text[]) WITH ORDINALITY AS address(email, key, position)
-    ORDER BY address.position
-    RETURNING *`;
-  const invitationIds = created.map((invitation) => invitation.id);
-  const channelIds = [...new Set(request.streamIds)];
-  const groupIds = [...new Set(request.groupIds)];
-  if (channelIds.length > 0) {
-    await tx.$executeRaw`
+async function insertInvitations(tx: Transaction, actor: Actor, request: StoreRequest, invitees: Invitee[]): Promise<Invitation[]> {
+  return tx.$queryRaw<Invitation[]>`
+    WITH created AS (
+      INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
+        "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
+      SELECT ${request.org.id}, address.email, ${actor.id}, ${request.inviteAs}, ${request.now}::timestamp(3), ${request.expiresAt}::timestamp(3),
+        ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
+      FROM unnest(${invitees.map((i) => i.email)}::text[], ${invitees.map((i) => i.mail.confirmationKey)}::text[]) WITH ORDINALITY AS address(email, key, position)
+      ORDER BY address.position
+      RETURNING *
+    ), channels AS (
       INSERT INTO invitation_channel ("invitationId", "channelId")
-      SELECT invitation, channel FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${channelIds}::int[]) AS channel`;
-  }
-  if (groupIds.length > 0) {
-    await tx.$executeRaw`
+      SELECT created.id, channel FROM created CROSS JOIN unnest(${distinctRowIds(request.streamIds)}::int[]) AS channel
+    ), groups AS (
       INSERT INTO invitation_group ("invitationId", "groupId")
-      SELECT invitation, "group" FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${groupIds}::int[]) AS "group"`;
-  }
-  return created.sort((a, b) => a.id - b.id);
+      SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
+    ), emails AS (
+      ${insertInvitationEmails(Prisma.sql`created`, invitees.map((i) => i.mail))}
+    )
+    SELECT * FROM created ORDER BY id`;
 }
