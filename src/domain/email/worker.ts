@@ -4,10 +4,11 @@
 // every attempt ends before it does, so mail claimed by a process that died is claimed again by any
 // worker when the lease ends (each worker sleeps at most until the next lease end). A failed attempt
 // is retried with growing delays, and marked FAILED after maxAttempts.
-// Delivery is background work beside the requests: passes are at least PASS_GAP_MS apart (so a busy
-// server delivers many e-mails per pass, with one statement of bookkeeping per batch), and the worker
-// lets waiting requests run between two e-mails.
-import { setImmediate as nextTurn } from 'node:timers/promises';
+// Delivery is background work beside the requests: a batch waits while requests keep the process
+// busy (so a busy server also delivers many e-mails per batch, with one statement of bookkeeping per
+// batch), and the worker lets waiting requests run between two e-mails.
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '../../db/database.js';
 import { logger } from '../../logging.js';
 import type { MailTransport } from './transport.js';
@@ -41,13 +42,13 @@ interface ClaimedEmail {
 }
 
 const MIN_SLEEP_MS = 50;
-const PASS_GAP_MS = 100;
+const OBSERVATION_MS = 100;
+const BUSY_UTILIZATION = 0.5;
+const MAX_DEFERRAL_MS = 2_000;
 
 export class OutboxWorker {
   private readonly options: OutboxOptions;
   private timer: NodeJS.Timeout | undefined;
-  private timerDue = Infinity;
-  private lastPassEnd = -Infinity;
   private pass: Promise<void> | null = null;
   private wakeAgain = false;
   private stopped = false;
@@ -69,19 +70,16 @@ export class OutboxWorker {
     return this.transport.description;
   }
 
-  /** Runs a pass soon: now, or PASS_GAP_MS after the previous one (or right after the one in progress). */
+  /** Runs a pass now (or right after the one in progress). */
   wake(): void {
     if (this.stopped) return;
     if (this.pass) {
       this.wakeAgain = true;
       return;
     }
-    const wait = this.lastPassEnd + PASS_GAP_MS - Date.now();
-    if (wait > 0) return this.planPass(wait);
-    this.planPass(Infinity);
+    clearTimeout(this.timer);
     this.pass = this.runPass().finally(() => {
       this.pass = null;
-      this.lastPassEnd = Date.now();
       if (this.wakeAgain) {
         this.wakeAgain = false;
         this.wake();
@@ -89,19 +87,10 @@ export class OutboxWorker {
     });
   }
 
-  /** Sets the next pass at most `ms` from now (Infinity: no pass planned). */
-  private planPass(ms: number): void {
-    const due = Date.now() + ms;
-    if (ms !== Infinity && due >= this.timerDue) return;
-    clearTimeout(this.timer);
-    this.timerDue = due;
-    if (ms !== Infinity) this.timer = setTimeout(() => ((this.timerDue = Infinity), this.wake()), ms).unref();
-  }
-
   /** Stops waking up, lets the pass in progress finish, then delivers what is due once more. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.planPass(Infinity);
+    clearTimeout(this.timer);
     await this.pass;
     await this.deliverDue().catch((error) => logger.error({ err: error }, 'e-mail outbox: final delivery pass failed'));
     this.transport.close();
@@ -120,15 +109,34 @@ export class OutboxWorker {
   }
 
   private async runPass(): Promise<void> {
-    let sleep = this.options.pollMs;
+    let nextPassIn = this.options.pollMs;
     try {
-      // A batch that was not full took everything due.
-      while (!this.stopped && (await this.deliverDue()) === this.options.batchSize);
-      sleep = await this.timeUntilNextDue();
+      await this.deliverEverythingDue();
+      nextPassIn = await this.timeUntilNextDue();
     } catch (error) {
       logger.error({ err: error }, 'e-mail outbox: delivery pass failed');
     }
-    if (!this.stopped) this.planPass(sleep);
+    if (!this.stopped) this.timer = setTimeout(() => this.wake(), nextPassIn).unref();
+  }
+
+  private async deliverEverythingDue(): Promise<void> {
+    while (!this.stopped) {
+      await this.untilRequestsQuiet();
+      // A batch that was not full took everything due.
+      if ((await this.deliverDue()) < this.options.batchSize) return;
+    }
+  }
+
+  /**
+   * Waits while requests keep the event loop busy (at most MAX_DEFERRAL_MS): mail can wait a moment,
+   * people should not. Also spaces batches, so a busy server delivers many e-mails per batch.
+   */
+  private async untilRequestsQuiet(): Promise<void> {
+    for (let waited = 0; waited < MAX_DEFERRAL_MS && !this.stopped; waited += OBSERVATION_MS) {
+      const before = performance.eventLoopUtilization();
+      await sleep(OBSERVATION_MS);
+      if (performance.eventLoopUtilization(before).utilization < BUSY_UTILIZATION) return;
+    }
   }
 
   private async claim(now: Date): Promise<ClaimedEmail[]> {

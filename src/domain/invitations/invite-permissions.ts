@@ -4,7 +4,7 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
-import type { Channel, UserGroup } from '../../generated/prisma/client.js';
+import type { Channel, Organization, OrganizationDomain, UserGroup } from '../../generated/prisma/client.js';
 import { distinctRowIds } from '../ids.js';
 import { settingsHeldBy } from '../permissions/group-membership.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
@@ -49,7 +49,7 @@ async function loadGroups(db: Prisma, organizationId: number, ids?: number[]): P
  * groups in question, loaded with a fixed number of queries.
  */
 export interface InvitePermissions {
-  organization: NonNullable<Awaited<ReturnType<typeof loadOrganization>>>;
+  organization: OrganizationWithDomains;
   channels: Map<number, ChannelRow>;
   groups: Map<number, GroupRow>;
   subscribed: Set<number>;
@@ -57,8 +57,16 @@ export interface InvitePermissions {
   actor: Actor;
 }
 
-function loadOrganization(db: Prisma, organizationId: number) {
-  return db.organization.findUnique({ where: { id: organizationId }, include: { domains: true } });
+type OrganizationWithDomains = Organization & { domains: Pick<OrganizationDomain, 'domain' | 'allowSubdomains'>[] };
+
+/** The organization with its allowed domains, in one statement. */
+async function loadOrganization(db: Prisma, organizationId: number): Promise<OrganizationWithDomains | undefined> {
+  const [organization] = await db.$queryRaw<OrganizationWithDomains[]>`
+    SELECT o.*, coalesce((
+      SELECT json_agg(json_build_object('domain', d.domain, 'allowSubdomains', d."allowSubdomains") ORDER BY d.id)
+      FROM organization_domain d WHERE d."organizationId" = o.id), '[]') AS domains
+    FROM organization o WHERE o.id = ${organizationId}`;
+  return organization;
 }
 
 /** Without ids in `scope`, every channel and named group of the organization. */
