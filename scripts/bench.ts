@@ -18,13 +18,15 @@ import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } fr
 const { values: flags } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
-    // Focused runs while working on one path: scenarios whose name contains one of the words (case-insensitive).
+    // Focused runs while working on one path: scenarios whose name contains one of the words
+    // (case-insensitive); the organization-size rounds only with the word "size".
     only: { type: 'string', multiple: true },
     // embedded, external or both (the default: external when DATABASE_URL is set).
     mode: { type: 'string' },
   },
 });
 const selected = (name: string) => !flags.only || flags.only.some((word) => name.toLowerCase().includes(word.toLowerCase()));
+const sizeSelected = !flags.only || flags.only.includes('size');
 const sizeScenario = (name: DataSet) => `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization`;
 const volumes = flags.quick ? QUICK : FULL;
 const LOAD = flags.quick ? { connections: 8, seconds: 2, rounds: 1 } : { connections: 8, seconds: 6, rounds: 2 };
@@ -168,7 +170,7 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
     db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
-      if (name === 'main' || selected(sizeScenario(name))) organizations[name] = await importOrganization(name, env, workDir, db);
+      if (name === 'main' || sizeSelected) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -202,9 +204,10 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
       },
     };
   } finally {
+    // The bench's own connections close first: the server stops the embedded PostgreSQL under them.
+    await db?.end();
     await floor?.stop();
     await real?.stop();
-    await db?.end();
     await rm(workDir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,7 @@
 // What every service call needs from the running application.
 import type { Config } from './config.js';
 import type { Prisma } from './db/database.js';
+import type { Sql } from './db/sql.js';
 import type { AuthCache } from './domain/auth/auth-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
@@ -8,6 +9,8 @@ import type { Logger } from './logging.js';
 
 export interface AppContext {
   prisma: Prisma;
+  /** The hot paths' hand-written statements, on Prisma's connection pool. */
+  sql: Sql;
   config: Config;
   rateLimiter: RateLimiter;
   /** Authenticated users by key hash; absent or off when this process cannot hear changes (auth-cache.ts). */

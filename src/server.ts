@@ -61,8 +61,9 @@ export async function startServer(
   const stopListening = await listenForAuthChanges(authCache, database.url);
   const app: AppContext = {
     prisma: database.prisma,
+    sql: database.sql,
     config,
-    rateLimiter: new RateLimiter(database.prisma, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
+    rateLimiter: new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,
     notifyOutbox: () => outbox?.wake(),
     storage: openStorage(config),

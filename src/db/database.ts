@@ -5,6 +5,8 @@ import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { StartupError } from '../startup-error.js';
+import { logger } from '../logging.js';
+import { sqlOver, type Sql } from './sql.js';
 import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
 
@@ -12,6 +14,8 @@ export type Prisma = PrismaClient;
 
 export interface Database {
   prisma: PrismaClient;
+  /** Hand-written statements for the hot paths, on Prisma's own connection pool (sql.ts). */
+  sql: Sql;
   kind: 'external' | 'embedded';
   /** The connection string in use (for the embedded database: its Unix socket). */
   url: string;
@@ -33,6 +37,9 @@ export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log
     : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, log };
 }
 
+/** Connections per process (node-postgres's default); several processes share one PostgreSQL. */
+const POOL_SIZE = 10;
+
 // Constants shared by every process of this application.
 const MIGRATION_LOCK_KEY = 7_294_015_331;
 const SERVER_LOCK_KEY = 7_294_015_332;
@@ -47,13 +54,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 async function openPostgres(connectionString: string, kind: Database['kind'], afterClose: () => Promise<void>): Promise<Database> {
   await migrateOnce(connectionString);
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString }) });
+  const pool = new pg.Pool({ connectionString, max: POOL_SIZE });
+  // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
+  // requests meet the error themselves and answer 503 (src/http/database-status.ts).
+  pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     prisma,
+    sql: sqlOver(pool),
     kind,
     url: connectionString,
     async close() {
       await prisma.$disconnect();
+      await pool.end();
       await afterClose();
     },
   };

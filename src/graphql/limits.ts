@@ -20,6 +20,7 @@ import {
 } from 'graphql';
 import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexity';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
+import { LRUCache } from 'lru-cache';
 
 export interface DocumentLimits {
   tokens: number;
@@ -130,24 +131,50 @@ export function rootFieldCount(selectionSet: SelectionSetNode, fragments: Record
   return count;
 }
 
-/** `isAuthenticated` reads the initial context (the caller is known before parsing). */
+/** Parsed documents kept per caller kind (a document within one kind's limits may exceed the other's). */
+const CACHED_DOCUMENTS = 1000;
+
+/**
+ * `isAuthenticated` reads the initial context (the caller is known before parsing). Parsing and
+ * validation are cached per caller kind, the cost (which depends on the variables) is computed for
+ * every request.
+ */
 export function limitsPlugin(limits: GraphQLLimits, isAuthenticated: (context: object) => boolean): Plugin {
   const suggestions = blockFieldSuggestionsPlugin({ mask: '' }).onValidate!;
-  const limitsFor = (context: object) => (isAuthenticated(context) ? limits.authenticated : limits.anonymous);
+  const kindOf = (context: object) => (isAuthenticated(context) ? 'authenticated' : 'anonymous');
+  const documents = new LRUCache<string, DocumentNode>({ max: CACHED_DOCUMENTS });
+  const validations = { authenticated: new WeakMap<DocumentNode, readonly GraphQLError[]>(), anonymous: new WeakMap<DocumentNode, readonly GraphQLError[]>() };
   return {
-    onParse({ context, setParseFn }) {
-      setParseFn(parseWithin(limitsFor(context).tokens));
+    onParse({ context, params, setParseFn, setParsedDocument }) {
+      const kind = kindOf(context);
+      const key = `${kind}\0${params.source.toString()}`;
+      const cached = documents.get(key);
+      if (cached) return setParsedDocument(cached);
+      setParseFn(parseWithin(limits[kind].tokens));
+      return ({ result }) => {
+        if (result && !(result instanceof Error)) documents.set(key, result as DocumentNode);
+      };
     },
     onValidate(payload) {
-      const documentLimits = limitsFor(payload.context);
+      const kind = kindOf(payload.context);
+      const documentLimits = limits[kind];
+      const document = payload.params.documentAST;
+      const checkCost = (end: { valid: boolean; setResult(errors: GraphQLError[]): void }) => {
+        if (!end.valid) return;
+        const problem = costProblem(payload.params.schema, document, documentLimits.cost, payload.context as RequestParams);
+        if (problem) end.setResult([problem]);
+      };
+      const cached = validations[kind].get(document);
+      if (cached) {
+        payload.setResult([...cached]);
+        return checkCost;
+      }
       for (const rule of validationRules(documentLimits)) payload.addValidationRule(rule);
-      const hideSuggestions = isAuthenticated(payload.context) ? undefined : suggestions(payload as never);
+      const hideSuggestions = kind === 'authenticated' ? undefined : suggestions(payload as never);
       return (end) => {
-        if (end.valid) {
-          const problem = costProblem(payload.params.schema, payload.params.documentAST, documentLimits.cost, payload.context as RequestParams);
-          if (problem) end.setResult([problem]);
-        }
         if (typeof hideSuggestions === 'function') hideSuggestions(end as never);
+        validations[kind].set(document, [...end.result]);
+        checkCost(end);
       };
     },
   };

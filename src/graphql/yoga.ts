@@ -85,7 +85,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     graphiql: false,
     // Cross-origin access is decided once for both doors (src/http/cross-origin.ts).
     cors: false,
-    // The limits depend on the caller, so no validation result may be reused for another caller.
+    // The limits depend on the caller: limitsPlugin caches parsing and validation per kind of caller.
     parserAndValidationCache: false,
     // Unexpected errors stay masked; an unreachable database becomes a 503 with Retry-After.
     maskedErrors: {

@@ -1,16 +1,17 @@
-import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { Prisma } from '../../src/db/database.js';
+import { sqlOver, type Sql } from '../../src/db/sql.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { parseFailedLoginRule, parseRateRules, RateLimiter } from '../../src/domain/auth/rate-limit.js';
-import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { testDatabaseUrl } from '../support/server.js';
 
-let prisma: Prisma;
+let pool: pg.Pool;
+let sql: Sql;
 beforeAll(async () => {
-  prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: await testDatabaseUrl() }) }) as unknown as Prisma;
+  pool = new pg.Pool({ connectionString: await testDatabaseUrl() });
+  sql = sqlOver(pool);
 });
-afterAll(() => prisma?.$disconnect());
+afterAll(() => pool?.end());
 
 test('rules parse from the environment form, and off disables them', () => {
   expect(parseRateRules(undefined)).toEqual([
@@ -37,7 +38,7 @@ async function refusal(work: Promise<void>): Promise<unknown> {
 
 test('the limit is per user, counts weights, and frees up when the window ends', async () => {
   let now = Date.UTC(2030, 0, 1);
-  const limiter = new RateLimiter(prisma, { perUser: [{ windowSeconds: 60, maxRequests: 3 }], failedLogins: null }, () => now);
+  const limiter = new RateLimiter(sql, { perUser: [{ windowSeconds: 60, maxRequests: 3 }], failedLogins: null }, () => now);
   const user = 1_000_000 + Math.floor(Math.random() * 1_000_000);
   await limiter.hit(user);
   await limiter.hit(user, 2);
@@ -53,7 +54,7 @@ test('the limit is per user, counts weights, and frees up when the window ends',
 
 test('failed logins lock out their address only, and the lock-out ends with the window', async () => {
   let now = Date.UTC(2030, 0, 1);
-  const limiter = new RateLimiter(prisma, { perUser: [], failedLogins: { windowSeconds: 600, maxRequests: 2 } }, () => now);
+  const limiter = new RateLimiter(sql, { perUser: [], failedLogins: { windowSeconds: 600, maxRequests: 2 } }, () => now);
   const address = `192.0.2.${Math.floor(Math.random() * 250)}-${Math.random()}`;
   await limiter.failure(address);
   await limiter.failure(address);

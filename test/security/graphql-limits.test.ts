@@ -105,6 +105,32 @@ describe('without credentials (introspection only)', () => {
   });
 });
 
+describe('parsing and validation are cached per kind of caller', () => {
+  test('a document within the authenticated limits stays refused without credentials, in either order, each time', async () => {
+    const document = aliases(anonymous.aliases + 1, '__schema { queryType { name } }');
+    for (let round = 0; round < 2; round++) {
+      expect((await post(document, { auth: member() })).errors).toBeUndefined();
+      expect(await post(document)).toEqual(refusedWith(/Aliases limit of 5 exceeded/));
+    }
+  });
+
+  test('suggestions stay hidden from anonymous callers after an authenticated caller saw them for the same document', async () => {
+    const document = '{ mee { name } }';
+    expect((await post(document, { auth: member() })).errors?.[0]?.message).toMatch(/Did you mean "me"\?/);
+    expect((await post(document)).errors?.[0]?.message).toBe('Cannot query field "mee" on type "Query".');
+    expect((await post(document, { auth: member() })).errors?.[0]?.message).toMatch(/Did you mean "me"\?/);
+  });
+
+  test('the cost is computed for each request: the same document costs what its variables include', async () => {
+    const [operation, ...fragments] = introspection.split(/\n\s*fragment /);
+    const selection = operation!.slice(operation!.indexOf('{') + 1, operation!.lastIndexOf('}'));
+    const document = `query ($twice: Boolean!) { a: ${selection} b: ${selection.replace('__schema', '__schema @include(if: $twice)')} } ${fragments.map((f) => `fragment ${f}`).join(' ')}`;
+    expect((await post(document, { variables: { twice: false } })).errors).toBeUndefined();
+    expect(await post(document, { variables: { twice: true } })).toEqual(refusedWith(/Query cost limit of 60000 exceeded/));
+    expect((await post(document, { variables: { twice: false } })).errors).toBeUndefined();
+  });
+});
+
 describe('with credentials', () => {
   const limits = DEFAULT_GRAPHQL_LIMITS.authenticated;
 

@@ -1,6 +1,6 @@
-// The real HTTP application over the test database, with a Prisma client that counts every SQL
-// statement it sends, so a test can prove that a request's statement count does not grow with the
-// data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
+// The real HTTP application over the test database, counting every SQL statement the driver sends
+// (Prisma's and the hand-written ones), so a test can prove that a request's statement count does not
+// grow with the data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
 import { openStorage } from '../../src/storage/open-storage.js';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
@@ -9,6 +9,9 @@ import type { Prisma } from '../../src/db/database.js';
 import { AuthCache, listenForAuthChanges } from '../../src/domain/auth/auth-cache.js';
 import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
+import { sqlOver } from '../../src/db/sql.js';
+import { countStatements } from '../../src/db/statement-counter.js';
+import pg from 'pg';
 import { createApp } from '../../src/http/app.js';
 import { testDatabaseUrl } from './server.js';
 
@@ -16,18 +19,18 @@ export const COUNTING_SERVER_URL = 'http://counting.test';
 
 export async function startCountingApp() {
   const connectionString = await testDatabaseUrl();
-  const adapter = new PrismaPg({ connectionString });
-  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
-  let statements = 0;
-  client.$on('query', () => statements++);
+  const statements = countStatements();
+  const pool = new pg.Pool({ connectionString });
+  const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   const prisma = client as unknown as Prisma;
   // As in the server: authenticated users are cached, and dropped when the database notifies a change.
   const authCache = new AuthCache();
   const stopListening = await listenForAuthChanges(authCache, connectionString);
   const app: AppContext = {
     prisma,
+    sql: sqlOver(pool),
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter(prisma, { perUser: [], failedLogins: null }),
+    rateLimiter: new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: null }),
     authCache,
     notifyOutbox: () => {},
     storage: openStorage(loadConfig({})),
@@ -37,14 +40,15 @@ export async function startCountingApp() {
     prisma,
     /** The response to one request and the number of SQL statements serving it took. */
     async request(path: string, init: RequestInit): Promise<{ response: Response; statements: number }> {
-      const before = statements;
+      const before = statements();
       const response = await http.request(`${COUNTING_SERVER_URL}${path}`, init);
       await response.clone().arrayBuffer();
-      return { response, statements: statements - before };
+      return { response, statements: statements() - before };
     },
     async close() {
       await stopListening();
       await client.$disconnect();
+      await pool.end();
     },
   };
 }

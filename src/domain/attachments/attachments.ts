@@ -1,7 +1,7 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
 import type { AppContext } from '../../app-context.js';
-import type { Prisma } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
@@ -30,14 +30,19 @@ export interface OwnAttachment extends AttachmentRecord {
   messages: LinkedMessage[];
 }
 
-interface AttachmentJson {
-  id: number;
+/** One row per own file (or a single row without a file), each carrying the organization's figures. */
+interface OwnAttachmentRow {
+  uploadSpaceUsed: string;
+  uploadQuotaGb: number | null;
+  id: number | null;
   name: string;
   pathId: string;
-  /** Text: a JSON number would lose bytes past 2^53. */
+  /** int8 as text: exact past 2^53. */
   size: string;
+  /** Epoch milliseconds, as every time below. */
   createTime: number;
-  messages: { id: number; dateSent: number }[];
+  messageIds: number[] | null;
+  messageDates: number[] | null;
 }
 
 /**
@@ -47,33 +52,43 @@ interface AttachmentJson {
  * files: this is the settings page's hot path, so it is hand-written, and both doors use it.
  */
 export async function listOwnAttachments(
-  prisma: Prisma,
+  sql: Sql,
   actor: Actor,
 ): Promise<{ attachments: OwnAttachment[]; uploadSpaceUsed: bigint; uploadQuota: bigint | null }> {
-  const [row] = await prisma.$queryRaw<{ uploadSpaceUsed: bigint; uploadQuotaGb: number | null; attachments: AttachmentJson[] }[]>`
-     SELECT o."uploadSpaceUsed", o."uploadQuotaGb",
-            coalesce((
-              SELECT json_agg(json_build_object(
-                       'id', a.id, 'name', a.name, 'pathId', a."pathId", 'size', a.size::text, 'createTime', (extract(epoch FROM a."createTime") * 1000)::int8,
-                       'messages', coalesce((
-                         SELECT json_agg(json_build_object('id', m.id, 'dateSent', (extract(epoch FROM m."dateSent") * 1000)::int8) ORDER BY m.id)
-                           FROM message_attachment ma JOIN message m ON m.id = ma."messageId"
-                          WHERE ma."attachmentId" = a.id), '[]')) ORDER BY a.id)
-                FROM attachment a
-               WHERE a."ownerId" = ${actor.id} AND a."organizationId" = ${actor.organizationId}), '[]') AS attachments
-       FROM organization o
-      WHERE o.id = ${actor.organizationId}`;
-  if (!row) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
-  const attachments = row.attachments.map((a) => ({
-    id: a.id,
-    name: a.name,
-    pathId: a.pathId,
-    size: BigInt(a.size),
-    createTime: new Date(a.createTime),
-    messages: a.messages.map((m) => ({ id: m.id, dateSent: new Date(m.dateSent) })),
-  }));
-  return { attachments, uploadSpaceUsed: row.uploadSpaceUsed, uploadQuota: quotaInBytes(row.uploadQuotaGb) };
+  const rows = await sql.rows<OwnAttachmentRow>(OWN_ATTACHMENTS, [actor.id, actor.organizationId]);
+  if (rows.length === 0) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
+  const attachments = rows[0]!.id === null ? [] : rows.map(toOwnAttachment);
+  return { attachments, uploadSpaceUsed: BigInt(rows[0]!.uploadSpaceUsed), uploadQuota: quotaInBytes(rows[0]!.uploadQuotaGb) };
 }
+
+function toOwnAttachment(row: OwnAttachmentRow): OwnAttachment {
+  const ids = row.messageIds ?? [];
+  return {
+    id: row.id!,
+    name: row.name,
+    pathId: row.pathId,
+    size: BigInt(row.size),
+    createTime: new Date(row.createTime),
+    messages: ids.map((id, i) => ({ id, dateSent: new Date(row.messageDates![i]!) })),
+  };
+}
+
+// Joined and grouped rather than a subquery per file: PostgreSQL's share of the request is a few
+// milliseconds for 500 files instead of a thousand index probes.
+const OWN_ATTACHMENTS = `
+  SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb", own.*
+    FROM organization o
+    LEFT JOIN (
+      SELECT a.id, a.name, a."pathId", a.size::text AS size, (extract(epoch FROM a."createTime") * 1000)::float8 AS "createTime",
+             array_agg(m.id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL) AS "messageIds",
+             array_agg((extract(epoch FROM m."dateSent") * 1000)::float8 ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL) AS "messageDates"
+        FROM attachment a
+        LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
+        LEFT JOIN message m ON m.id = ma."messageId"
+       WHERE a."ownerId" = $1 AND a."organizationId" = $2
+       GROUP BY a.id) own ON true
+   WHERE o.id = $2
+   ORDER BY own.id`;
 
 /** upload_quota_gb is applied as GiB (uploads.md 1.2). */
 export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(gb) << 30n);

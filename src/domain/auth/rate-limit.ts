@@ -2,7 +2,7 @@
 // client address. Both are fixed-window counters in PostgreSQL (table rate_counter), so they hold
 // across every server process sharing the database; a window starts with its first hit. An
 // authenticated request costs one statement (its counters, and its address's failures, at once).
-import type { Prisma } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import { DomainError } from '../errors.js';
 
 export interface RateRule {
@@ -48,15 +48,47 @@ export interface RateLimits {
 interface Counter {
   key: string;
   count: number;
-  windowEnd: Date;
+  /** Epoch milliseconds. */
+  windowEnd: number;
 }
 
 const userKey = (userId: number, rule: RateRule) => `user:${userId}:${rule.windowSeconds}`;
 const failureKey = (clientAddress: string) => `failed-login:${clientAddress}`;
 
+// Every authenticated request runs one of these, so they go straight to the driver. Times travel as
+// ISO text and come back as epoch milliseconds: the columns are UTC timestamps without a time zone.
+const COUNTER_COLUMNS = `key, count, (extract(epoch FROM "windowEnd") * 1000)::float8 AS "windowEnd"`;
+const NEW_WINDOW = `rate_counter."windowEnd" <= $1::timestamp(3)`;
+
+/** $1 now, $2 weight, $3 keys, $4 window seconds, $5 the address's failure key. */
+const HIT_AND_READ_FAILURES = `
+  WITH hits AS (
+    INSERT INTO rate_counter (key, count, "windowEnd")
+    SELECT rule.key, $2::int, $1::timestamp(3) + make_interval(secs => rule.seconds)
+      FROM unnest($3::text[], $4::int[]) AS rule(key, seconds)
+    ON CONFLICT (key) DO UPDATE SET
+      count = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED.count ELSE rate_counter.count + EXCLUDED.count END,
+      "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
+    RETURNING ${COUNTER_COLUMNS})
+  SELECT * FROM hits
+  UNION ALL
+  SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $5 AND "windowEnd" > $1::timestamp(3)`;
+
+/** $1 now, $2 the address's failure key. */
+const READ_FAILURES = `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`;
+
+/** $1 now, $2 the address's failure key, $3 window seconds. */
+const COUNT_FAILURE = `
+  INSERT INTO rate_counter (key, count, "windowEnd")
+  VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
+  ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
+    "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
+  RETURNING ${COUNTER_COLUMNS}`;
+
 export class RateLimiter {
   constructor(
-    private readonly prisma: Prisma,
+    private readonly sql: Sql,
     private readonly limits: RateLimits,
     private readonly now: () => number = Date.now,
   ) {}
@@ -69,19 +101,19 @@ export class RateLimiter {
     const rules = this.limits.perUser;
     const failures = this.limits.failedLogins && clientAddress !== undefined ? this.limits.failedLogins : null;
     if (rules.length === 0 && !failures) return;
-    const now = new Date(this.now());
-    const counters = await this.prisma.$queryRaw<Counter[]>`
-      WITH hits AS (
-        INSERT INTO rate_counter (key, count, "windowEnd")
-        SELECT rule.key, ${weight}::int, ${now}::timestamp(3) + make_interval(secs => rule.seconds)
-        FROM unnest(${rules.map((rule) => userKey(userId, rule))}::text[], ${rules.map((rule) => rule.windowSeconds)}::int[]) AS rule(key, seconds)
-        ON CONFLICT (key) DO UPDATE SET
-          count = CASE WHEN rate_counter."windowEnd" <= ${now}::timestamp(3) THEN EXCLUDED.count ELSE rate_counter.count + EXCLUDED.count END,
-          "windowEnd" = CASE WHEN rate_counter."windowEnd" <= ${now}::timestamp(3) THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
-        RETURNING key, count, "windowEnd")
-      SELECT key, count, "windowEnd" FROM hits
-      UNION ALL
-      SELECT key, count, "windowEnd" FROM rate_counter WHERE key = ${failures ? failureKey(clientAddress!) : ''} AND "windowEnd" > ${now}::timestamp(3)`;
+    const now = this.now();
+    const at = new Date(now).toISOString();
+    const addressKey = failures ? failureKey(clientAddress!) : '';
+    const counters =
+      rules.length === 0
+        ? await this.sql.rows<Counter>(READ_FAILURES, [at, addressKey])
+        : await this.sql.rows<Counter>(HIT_AND_READ_FAILURES, [
+            at,
+            weight,
+            rules.map((rule) => userKey(userId, rule)),
+            rules.map((rule) => rule.windowSeconds),
+            addressKey,
+          ]);
     const limitOf = (key: string) =>
       key.startsWith('failed-login:') ? failures!.maxRequests : rules.find((rule) => userKey(userId, rule) === key)!.maxRequests;
     this.refuseIfOver(counters, limitOf, now);
@@ -91,22 +123,16 @@ export class RateLimiter {
   async failure(clientAddress: string): Promise<void> {
     const rule = this.limits.failedLogins;
     if (!rule) return;
-    const now = new Date(this.now());
-    const counters = await this.prisma.$queryRaw<Counter[]>`
-      INSERT INTO rate_counter (key, count, "windowEnd")
-      VALUES (${failureKey(clientAddress)}, 1, ${now}::timestamp(3) + make_interval(secs => ${rule.windowSeconds}::int))
-      ON CONFLICT (key) DO UPDATE SET
-        count = CASE WHEN rate_counter."windowEnd" <= ${now}::timestamp(3) THEN 1 ELSE rate_counter.count + 1 END,
-        "windowEnd" = CASE WHEN rate_counter."windowEnd" <= ${now}::timestamp(3) THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
-      RETURNING key, count, "windowEnd"`;
+    const now = this.now();
+    const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), failureKey(clientAddress), rule.windowSeconds]);
     this.refuseIfOver(counters, () => rule.maxRequests, now);
   }
 
-  private refuseIfOver(counters: Counter[], limitOf: (key: string) => number, now: Date): void {
+  private refuseIfOver(counters: Counter[], limitOf: (key: string) => number, now: number): void {
     const over = counters.filter((counter) => counter.count > limitOf(counter.key));
     if (over.length === 0) return;
-    const latestEnd = Math.max(...over.map((counter) => counter.windowEnd.getTime()));
-    throw rateLimited((latestEnd - now.getTime()) / 1000);
+    const latestEnd = Math.max(...over.map((counter) => counter.windowEnd));
+    throw rateLimited((latestEnd - now) / 1000);
   }
 }
 

@@ -1,6 +1,7 @@
 // Custom emoji of an organization: listing, and deactivation by name (behaviour.md section 4).
 // Deactivated rows stay (old messages, reactions and statuses still render them).
 import type { Prisma } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { isAdministrator } from '../users/roles.js';
@@ -60,14 +61,10 @@ const doesNotExist = (name: string) =>
  * no normalisation). Owners and administrators may deactivate any; everyone else (moderators,
  * members, guests, bots) only those they added. Returns the emoji as it is now.
  */
-export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+export async function deactivateCustomEmoji(sql: Sql, actor: Actor, name: string): Promise<CustomEmojiRecord> {
   // Decision 10: no stored name holds NUL (PostgreSQL text cannot), so such a name names nothing.
   if (name.includes('\0')) throw doesNotExist(name);
-  const emoji = await prisma.customEmoji.findFirst({
-    where: { organizationId: actor.organizationId, name, deactivated: false },
-    orderBy: { id: 'asc' },
-    select: RECORD,
-  });
+  const [emoji] = await sql.rows<CustomEmojiRecord>(ACTIVE_EMOJI_NAMED, [actor.organizationId, name]);
   if (!emoji) throw doesNotExist(name);
   if (!isAdministrator(actor.role) && emoji.authorId !== actor.id) {
     throw badRequest('Must be an organization administrator or emoji author');
@@ -76,10 +73,19 @@ export async function deactivateCustomEmoji(prisma: Prisma, actor: Actor, name: 
   const audit = { before: emojiDict(emoji), after: emojiDict(deactivated) };
   // One statement, so no transaction: conditional on still being active, so of two concurrent
   // requests exactly one wins, and the audit entry is written only by the winner.
-  const changed = await prisma.$executeRaw`
-    WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = ${emoji.id} AND NOT deactivated RETURNING id)
-    INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
-    SELECT ${actor.organizationId}, ${actor.id}, ${REALM_EMOJI_REMOVED}, now() AT TIME ZONE 'UTC', ${JSON.stringify(audit)}::jsonb FROM updated`;
-  if (changed === 0) throw doesNotExist(name);
+  const written = await sql.rows(DEACTIVATE_WITH_AUDIT, [emoji.id, actor.organizationId, actor.id, REALM_EMOJI_REMOVED, JSON.stringify(audit)]);
+  if (written.length === 0) throw doesNotExist(name);
   return deactivated;
 }
+
+// Deactivation is a hot path (an administrator cleaning up), so both statements go straight to the driver.
+const ACTIVE_EMOJI_NAMED = `
+  SELECT id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated" FROM custom_emoji
+   WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated
+   ORDER BY id LIMIT 1`;
+
+const DEACTIVATE_WITH_AUDIT = `
+  WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id)
+  INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
+  SELECT $2, $3, $4, now() AT TIME ZONE 'UTC', $5::jsonb FROM updated
+  RETURNING id`;

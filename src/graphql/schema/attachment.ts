@@ -69,6 +69,6 @@ builder.queryField('attachments', (t) =>
   t.field({
     type: AttachmentList,
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
-    resolve: (_root, _args, context) => listOwnAttachments(context.app.prisma, actorOf(context)),
+    resolve: (_root, _args, context) => listOwnAttachments(context.app.sql, actorOf(context)),
   }),
 );

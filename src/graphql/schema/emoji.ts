@@ -49,7 +49,7 @@ builder.mutationField('deactivateCustomEmoji', (t) =>
     description: 'Deactivate a custom emoji by name. Same rules as DELETE /api/v1/realm/emoji/{emoji_name}.',
     args: { emojiName: t.arg.string({ required: true }) },
     resolve: (_root, args, context): Promise<DeactivateCustomEmojiResultShape> =>
-      asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app.prisma, actorOf(context), args.emojiName) })),
+      asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app.sql, actorOf(context), args.emojiName) })),
   }),
 );
 

@@ -19,7 +19,7 @@ export function jsonInteger(value: bigint): number {
 }
 
 export const listAttachments: RestHandler = async ({ actor, params, app }) => {
-  const { attachments, uploadSpaceUsed } = await listOwnAttachments(app.prisma, actor);
+  const { attachments, uploadSpaceUsed } = await listOwnAttachments(app.sql, actor);
   return successResponse(
     {
       attachments: attachments.map((a) => ({

@@ -14,7 +14,7 @@ export const listEmoji: RestHandler = async ({ actor, params, app }) => {
 
 /** The path parameter arrives percent-decoded (the dispatcher decodes it; `/` is allowed in it). */
 export const deactivateEmoji: RestHandler = async ({ actor, params, path, app }) => {
-  await deactivateCustomEmoji(app.prisma, actor, path.emojiName!);
+  await deactivateCustomEmoji(app.sql, actor, path.emojiName!);
   return successResponse({}, undeclaredParameters(params));
 };
 
