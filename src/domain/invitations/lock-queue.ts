@@ -1,6 +1,7 @@
 // Requests that lock the same organization's row run at most two at a time per process: one holds
-// the lock, the next waits for it in the database, and the rest wait here, without a pooled
-// connection held open in a transaction, so other users' requests still find a free connection.
+// the lock while the next prepares and waits for it in the database; the rest wait here, idle and
+// without a pooled connection held open in a transaction, so other users' requests find both a free
+// connection and an event loop that is not crowded with work queued behind the lock anyway.
 const PER_ORGANIZATION = 2;
 
 interface Queue {

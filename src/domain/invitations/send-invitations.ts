@@ -97,11 +97,11 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   const now = new Date();
   const org = permissions.organization;
   const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  // Everything that needs no lock happens before the transaction, which stays a few statements long.
-  const addresses = prepareAddresses(app.config, actor, org, emails, expiresAt);
-  const { created, skipped } = await queuedForOrganization(org.id, () =>
-    inTransaction(app.prisma, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org })),
-  );
+  const { created, skipped } = await queuedForOrganization(org.id, () => {
+    // What needs no lock happens before the transaction, which stays a few statements long.
+    const addresses = prepareAddresses(app.config, actor, org, emails, expiresAt);
+    return inTransaction(app.prisma, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org }));
+  });
   app.notifyOutbox();
   if (skipped.length > 0) {
     throw invitationFailed(
