@@ -121,7 +121,7 @@ interface Invitee {
   mail: PreparedInvitationEmail;
 }
 
-/** Step 18's validation, and for valid addresses their keys and e-mails (rendered only when every address is valid). */
+/** Step 18's validation, and the valid addresses with their keys and e-mails. */
 interface PreparedAddresses {
   all: string[];
   invalid: InviteeError[];
@@ -137,9 +137,8 @@ function prepareAddresses(config: Config, actor: Actor, org: InvitingOrganizatio
     else validEmails.push(email);
   }
   const valid = validEmails.map((email) => {
-    const confirmationKey = generateConfirmationKey();
-    const mail = invalid.length > 0 ? undefined : prepareInvitationEmail(config, { email, confirmationKey, expiresAt, referrer: actor, organization: org });
-    return { email, emailKey: email.toLowerCase(), mail: mail! };
+    const invitation = { email, confirmationKey: generateConfirmationKey(), expiresAt, referrer: actor, organization: org };
+    return { email, emailKey: email.toLowerCase(), mail: prepareInvitationEmail(config, invitation) };
   });
   return { all: emails, invalid, valid };
 }
