@@ -484,6 +484,26 @@ test('concurrent requests cannot pass the daily limit together', async () => {
   expect(await server.app.prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(5);
 });
 
+test("sends waiting for their organization's lock leave the connection pool to everyone else", async () => {
+  const [w, other] = [await world(), await world()];
+  let otherAnswer: number | undefined;
+  // More sends than the pool has connections: were each to wait for the lock in an open transaction,
+  // the other organization's request would find no connection until the lock is released.
+  const results = await whileOrganizationLocked(
+    server.app.prisma,
+    w.org.id,
+    () => Promise.all(Array.from({ length: 15 }, (_, i) => invite(w, 'admin', basic(`pool${i}@elsewhere.example`)))),
+    2,
+    async () => {
+      const response = await fetch(`${server.url}/api/v1/invites`, { headers: { authorization: other.users.admin.auth } });
+      otherAnswer = response.status;
+    },
+  );
+  expect(otherAnswer).toBe(200);
+  expect(results.map((r) => r.status)).toEqual(Array(15).fill(200));
+  expect(await storedInvitations(server.app.prisma, w.org.id)).toHaveLength(15);
+});
+
 test('OPTIONS and unsupported methods answer before authentication', async () => {
   const options = await fetch(`${server.url}/api/v1/invites`, { method: 'OPTIONS' });
   expect(options.status).toBe(204);
