@@ -1,9 +1,10 @@
 // Limits checked under the organization's row lock (behaviour.md 3.8, Decisions 3, 4 and 8), so
 // concurrent requests cannot pass them together. What they count is read in one statement
-// (`readUnderLock`), together with the existing accounts an invitation needs to know about.
+// (`lockedCountsSql`), together with the existing accounts an invitation needs to know about.
 import type { Config } from '../../config.js';
 import { INVITATION_EMAIL, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { DAY_MS } from '../time.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import type { Actor } from '../auth/authenticate.js';
@@ -60,20 +61,21 @@ export const countsForLimits = (config: Config, org: LimitedOrganization) => ({
   seats: org.licenseLimit !== null,
 });
 
+export interface LockedReads {
+  daily: boolean;
+  seats: boolean;
+  emailKeys?: string[];
+}
+
 /**
- * One statement, after the lock (a statement of its own: only a later statement's snapshot sees what
- * the previous holder of the lock committed).
+ * The select list of what the limits count (only what `reads` asks) and which of `emailKeys` have
+ * accounts. Run after the lock, in a statement of its own: only a later statement's snapshot sees
+ * what the previous holder of the lock committed.
  */
-export async function readUnderLock(
-  tx: Transaction,
-  organizationId: number,
-  now: Date,
-  reads: { daily: boolean; seats: boolean; emailKeys?: string[] },
-): Promise<LockedCounts> {
+export function lockedCountsSql(organizationId: number, now: Date, reads: LockedReads): Prisma.Sql {
   const since = new Date(now.getTime() - DAY_MS);
   const emailKeys = reads.emailKeys ?? [];
-  const [counts] = await tx.$queryRaw<LockedCounts[]>`
-    SELECT
+  return Prisma.sql`
       CASE WHEN ${reads.daily} THEN (
         SELECT count(*)::int FROM outbox_email
         WHERE "organizationId" = ${organizationId} AND kind = ${INVITATION_EMAIL} AND "createdAt" > ${since}::timestamp(3)) END AS "sentToday",
@@ -87,6 +89,10 @@ export async function readUnderLock(
         WHERE "organizationId" = ${organizationId} AND "emailKey" = ANY(${emailKeys}::text[]) AND "isActive") AS "activeKeys",
       ARRAY(SELECT "emailKey" FROM user_account
         WHERE "organizationId" = ${organizationId} AND "emailKey" = ANY(${emailKeys}::text[]) AND NOT "isActive") AS "deactivatedKeys"`;
+}
+
+async function readUnderLock(tx: Transaction, organizationId: number, now: Date, reads: LockedReads): Promise<LockedCounts> {
+  const [counts] = await tx.$queryRaw<LockedCounts[]>`SELECT ${lockedCountsSql(organizationId, now, reads)}`;
   return counts!;
 }
 

@@ -23,7 +23,7 @@ import {
   countsForLimits,
   invitationFailed,
   lockOrganization,
-  readUnderLock,
+  lockedCountsSql,
   type LimitedOrganization,
   type LockedCounts,
 } from './limits.js';
@@ -150,54 +150,63 @@ interface StoreRequest extends SendInvitationsRequest {
   org: InvitingOrganization;
 }
 
-/** Steps 14-20: the lock, one statement reading what the checks need, one storing everything. */
+/**
+ * Steps 14-20: the lock, then one statement that reads what the checks need and stores the
+ * invitations of addresses without accounts; a refusal of the checks rolls the rows back.
+ */
 async function storeInvitations(tx: Transaction, config: Config, actor: Actor, request: StoreRequest) {
   const { org, addresses, now } = request;
   const count = addresses.all.length;
   await lockOrganization(tx, org.id);
-  const locked = await readUnderLock(tx, org.id, now, { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) });
+  const { locked, created } = await readAndInsert(tx, config, actor, request);
   assertDailyLimitKept(config, org, locked, count);
   assertLicensesSuffice(org, locked, count, request.inviteAs);
   assertAccountOldEnough(actor, org, now);
-  const { invitable, skipped } = sortAddresses(addresses, locked);
+  const skipped = skippedAddresses(addresses, locked);
   if (skipped.length === count) {
     throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
   }
-  const created = await insertInvitations(tx, actor, request, invitable);
   return { created: created.map((row) => toInvitationView(row, now)), skipped };
 }
 
+const isSystemBot = (emailKey: string) => SYSTEM_BOT_ADDRESSES.has(emailKey);
+
 /** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
-function sortAddresses(addresses: PreparedAddresses, locked: LockedCounts) {
+function skippedAddresses(addresses: PreparedAddresses, locked: LockedCounts): InviteeError[] {
   const active = new Set(locked.activeKeys);
   const deactivated = new Set(locked.deactivatedKeys);
   const skipped: InviteeError[] = [];
-  const invitable: Invitee[] = [];
-  for (const invitee of addresses.valid) {
-    const { email, emailKey } = invitee;
-    if (SYSTEM_BOT_ADDRESSES.has(emailKey)) skipped.push([email, 'Reserved for system bots.', false]);
+  for (const { email, emailKey } of addresses.valid) {
+    if (isSystemBot(emailKey)) skipped.push([email, 'Reserved for system bots.', false]);
     else if (active.has(emailKey)) skipped.push([email, 'Already has an account.', false]);
     else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
-    else invitable.push(invitee);
   }
   if (addresses.invalid.length > 0) {
     throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...addresses.invalid, ...skipped] });
   }
-  return { invitable, skipped };
+  return skipped;
 }
 
 /**
- * The invitations, their channels and groups, and their e-mails: one statement whatever the number
- * of addresses (every list travels as one array parameter).
+ * One statement whatever the number of addresses (every list travels as one array parameter): the
+ * limits' counts and the accounts among the addresses (`lockedCountsSql`), and the invitations of the
+ * others, with their channels, groups and e-mails. With an invalid address nothing is stored.
  */
-async function insertInvitations(tx: Transaction, actor: Actor, request: StoreRequest, invitees: Invitee[]): Promise<Invitation[]> {
-  return tx.$queryRaw<Invitation[]>`
-    WITH created AS (
+async function readAndInsert(tx: Transaction, config: Config, actor: Actor, request: StoreRequest) {
+  const { org, addresses, now } = request;
+  const reads = { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) };
+  const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
+  const rows = await tx.$queryRaw<(LockedCounts & Partial<Invitation>)[]>`
+    WITH locked AS (
+      SELECT ${lockedCountsSql(org.id, now, reads)}
+    ), created AS (
       INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
         "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
-      SELECT ${request.org.id}, address.email, ${actor.id}, ${request.inviteAs}, ${request.now}::timestamp(3), ${request.expiresAt}::timestamp(3),
+      SELECT ${org.id}, address.email, ${actor.id}, ${request.inviteAs}, ${now}::timestamp(3), ${request.expiresAt}::timestamp(3),
         ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
-      FROM unnest(${invitees.map((i) => i.email)}::text[], ${invitees.map((i) => i.mail.confirmationKey)}::text[]) WITH ORDINALITY AS address(email, key, position)
+      FROM unnest(${candidates.map((a) => a.email)}::text[], ${candidates.map((a) => a.emailKey)}::text[], ${candidates.map((a) => a.mail.confirmationKey)}::text[])
+        WITH ORDINALITY AS address(email, "emailKey", key, position), locked
+      WHERE address."emailKey" <> ALL(locked."activeKeys" || locked."deactivatedKeys")
       ORDER BY address.position
       RETURNING *
     ), channels AS (
@@ -207,7 +216,8 @@ async function insertInvitations(tx: Transaction, actor: Actor, request: StoreRe
       INSERT INTO invitation_group ("invitationId", "groupId")
       SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
     ), emails AS (
-      ${insertInvitationEmails(Prisma.sql`created`, invitees.map((i) => i.mail))}
+      ${insertInvitationEmails(Prisma.sql`created`, candidates.map((a) => a.mail))}
     )
-    SELECT * FROM created ORDER BY id`;
+    SELECT locked.*, created.* FROM locked LEFT JOIN created ON true ORDER BY created.id`;
+  return { locked: rows[0]!, created: rows.filter((row): row is LockedCounts & Invitation => row.id !== null) };
 }
