@@ -61,7 +61,7 @@ export const countsForLimits = (config: Config, org: LimitedOrganization) => ({
   seats: org.licenseLimit !== null,
 });
 
-export interface LockedReads {
+interface LockedReads {
   daily: boolean;
   seats: boolean;
   emailKeys?: string[];
@@ -109,7 +109,7 @@ export function assertDailyLimitKept(config: Config, org: LimitedOrganization, c
  * Whether `count` more accounts of role `role` need more seats than the organization's licenses:
  * non-guests take one seat each, guests one seat per five (behaviour.md 3.8).
  */
-export function exceedsLicenses(org: { licenseLimit: number | null }, counts: LockedCounts, count: number, role: number): boolean {
+function exceedsLicenses(org: { licenseLimit: number | null }, counts: LockedCounts, count: number, role: number): boolean {
   if (org.licenseLimit === null) return false;
   const addingGuests = role === ROLE.GUEST;
   const seats = Math.max(counts.nonGuests! + (addingGuests ? 0 : count), Math.ceil((counts.guests! + (addingGuests ? count : 0)) / 5));
