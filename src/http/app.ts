@@ -21,6 +21,9 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = (limit: string) => () => jsonResponse({ result: 'error', msg: `Request body too large (limit: ${limit})`, code: 'BAD_REQUEST' }, 413);
 
+/** A body needs a length or a transfer encoding (RFC 9112 section 6.3). */
+const mayHaveBody = (c: Context) => (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
+
 const isMultipart = (request: Request) => /^multipart\/form-data/i.test(request.headers.get('content-type') ?? '');
 
 /** The peer's address (no proxy headers are trusted); empty when served in-process. */
@@ -62,6 +65,9 @@ export function createApp(app: AppContext): Hono {
   const graphqlUploadMib = Math.max(maxFileUploadSizeMib, maxEmojiFileSizeMib) + 1;
   const graphqlUploadLimit = bodyLimit({ maxSize: graphqlUploadMib * 1024 * 1024, onError: tooLarge(`${graphqlUploadMib} MiB`) });
   http.use((c, next) => {
+    // Most requests carry no body; checking for one through the request object would build a full
+    // fetch Request (stream, abort signal) for each of them.
+    if (!mayHaveBody(c)) return next();
     // Upload routes stream their bodies and enforce their own limits as the bytes arrive.
     if (streamsBody(restRoutes, c.req.raw)) return next();
     if (c.req.path === '/graphql' && isMultipart(c.req.raw)) return graphqlUploadLimit(c, next);
