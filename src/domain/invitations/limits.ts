@@ -39,8 +39,10 @@ export interface LimitedOrganization {
 }
 
 /** Locks the organization's row until the transaction ends. */
+export const lockOrganizationSql = (organizationId: number) => Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+
 export async function lockOrganization(tx: Transaction, organizationId: number): Promise<void> {
-  await tx.$queryRaw`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+  await tx.$queryRaw(lockOrganizationSql(organizationId));
 }
 
 /** What the limits count (null where not asked) and which of the asked addresses have accounts. */

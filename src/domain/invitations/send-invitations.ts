@@ -3,7 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
-import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail, type Transaction } from '../email/outbox.js';
+import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail } from '../email/outbox.js';
 import { badRequest } from '../errors.js';
 import { ROLE_CODES, isAdministrator } from '../users/roles.js';
 import { addressProblem, parseInviteeEmails, type AddressPolicy } from './addresses.js';
@@ -22,15 +22,16 @@ import {
   assertLicensesSuffice,
   countsForLimits,
   invitationFailed,
-  lockOrganization,
+  lockOrganizationSql,
   lockedCountsSql,
   type LimitedOrganization,
   type LockedCounts,
 } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
 import { distinctRowIds } from '../ids.js';
-import { inTransaction } from '../transaction.js';
-import { Prisma, type Invitation } from '../../generated/prisma/client.js';
+import { inSqlTransaction } from '../transaction.js';
+import { statementRows, type Sql } from '../../db/sql.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -100,7 +101,8 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   const { created, skipped } = await queuedForOrganization(org.id, () => {
     // What needs no lock happens before the transaction, which stays a few statements long.
     const addresses = prepareAddresses(app.config, actor, org, emails, expiresAt);
-    return inTransaction(app.prisma, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org }));
+    // A hot path: the transaction goes straight through the driver (db/sql.ts).
+    return inSqlTransaction(app.sql, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org }));
   });
   app.notifyOutbox();
   if (skipped.length > 0) {
@@ -154,10 +156,10 @@ interface StoreRequest extends SendInvitationsRequest {
  * Steps 14-20: the lock, then one statement that reads what the checks need and stores the
  * invitations of addresses without accounts; a refusal of the checks rolls the rows back.
  */
-async function storeInvitations(tx: Transaction, config: Config, actor: Actor, request: StoreRequest) {
+async function storeInvitations(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
   const { org, addresses, now } = request;
   const count = addresses.all.length;
-  await lockOrganization(tx, org.id);
+  await statementRows(tx, lockOrganizationSql(org.id));
   const { locked, created } = await readAndInsert(tx, config, actor, request);
   assertDailyLimitKept(config, org, locked, count);
   assertLicensesSuffice(org, locked, count, request.inviteAs);
@@ -192,11 +194,13 @@ function skippedAddresses(addresses: PreparedAddresses, locked: LockedCounts): I
  * limits' counts and the accounts among the addresses (`lockedCountsSql`), and the invitations of the
  * others, with their channels, groups and e-mails. With an invalid address nothing is stored.
  */
-async function readAndInsert(tx: Transaction, config: Config, actor: Actor, request: StoreRequest) {
+type CreatedInvitation = Pick<InvitationView, 'id' | 'email' | 'invitedAs' | 'referrerId'> & { status: 'PENDING' };
+
+async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
   const { org, addresses, now } = request;
   const reads = { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) };
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
-  const rows = await tx.$queryRaw<(LockedCounts & Partial<Invitation>)[]>`
+  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
     WITH locked AS (
       SELECT ${lockedCountsSql(org.id, now, reads)}
     ), created AS (
@@ -218,6 +222,11 @@ async function readAndInsert(tx: Transaction, config: Config, actor: Actor, requ
     ), emails AS (
       ${insertInvitationEmails(Prisma.sql`created`, candidates.map((a) => a.mail))}
     )
-    SELECT locked.*, created.* FROM locked LEFT JOIN created ON true ORDER BY created.id`;
-  return { locked: rows[0]!, created: rows.filter((row): row is LockedCounts & Invitation => row.id !== null) };
+    SELECT locked.*, created.id, created.email, created."invitedAs", created."referrerId", created.status
+    FROM locked LEFT JOIN created ON true ORDER BY created.id`);
+  // The times are the request's own (the rows hold them as sent).
+  const created = rows
+    .filter((row): row is LockedCounts & CreatedInvitation => row.id !== null)
+    .map(({ id, email, invitedAs, referrerId, status }) => ({ id, email, invitedAs, referrerId, status, invitedAt: now, expiresAt: request.expiresAt }));
+  return { locked: rows[0]!, created };
 }
