@@ -66,7 +66,7 @@ export async function startServer(
     rateLimiter: new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
     authCache,
     notifyOutbox: () => outbox?.wake(),
-    storage: openStorage(config),
+    storage: await openStorage(config),
     log: options.logger,
   };
   const http = createApp(app);

@@ -32,7 +32,7 @@ const commands: Record<string, Command> = {
     async run(database, [path], values) {
       const imported = await importOrganization(database.prisma, await readImportFile(path!), {
         replace: values.replace === true,
-        storage: openStorage(loadConfig()),
+        storage: await openStorage(loadConfig()),
       });
       console.log(`${imported.id} ${imported.stringId}`);
     },

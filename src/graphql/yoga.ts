@@ -1,7 +1,8 @@
 // Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
 // limits, CSRF prevention, and the per-user rate limit counting every mutation field.
+import { useEngine } from '@envelop/core';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
+import { execute, getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
@@ -102,6 +103,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       },
     },
     plugins: [
+      // graphql-js's own executor: this API has no @defer, @stream or subscriptions, and Yoga's
+      // default executor (which supports them) costs more per resolved field on large lists.
+      useEngine({ execute }),
       csrfPrevention(),
       limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
       authPlugin(),

@@ -33,7 +33,7 @@ export async function startCountingApp() {
     rateLimiter: new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: null }),
     authCache,
     notifyOutbox: () => {},
-    storage: openStorage(loadConfig({})),
+    storage: await openStorage(loadConfig({})),
   };
   const http = createApp(app);
   return {

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../../config.js';
 import { logger } from '../../logging.js';
 
@@ -26,24 +26,36 @@ export interface MailTransport {
 // Well inside half the outbox's claim lease (worker.ts), so an attempt never outlives its claim.
 const SMTP_TIMEOUTS = { connectionTimeout: 8_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
 
+/**
+ * nodemailer costs about 14 MiB of memory once loaded: it is loaded with the first e-mail, so a
+ * server that sends none never pays for it.
+ */
+function lazyTransporter(options: Parameters<typeof import('nodemailer').createTransport>[0], from: string) {
+  let transporter: Promise<Transporter> | undefined;
+  return {
+    get: () => (transporter ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options, { from }))),
+    close: () => void transporter?.then((t) => t.close()),
+  };
+}
+
 function smtpTransport(smtpUrl: string, from: string): MailTransport {
-  const transporter = nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS }, { from });
+  const transporter = lazyTransporter({ url: smtpUrl, ...SMTP_TIMEOUTS }, from);
   const url = new URL(smtpUrl);
   return {
     description: `SMTP server ${url.protocol}//${url.host}`,
     async deliver(email) {
-      await transporter.sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+      await (await transporter.get()).sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
     },
-    close: () => transporter.close(),
+    close: transporter.close,
   };
 }
 
 function fileTransport(directory: string, from: string): MailTransport {
-  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' }, { from });
+  const composer = lazyTransporter({ streamTransport: true, buffer: true, newline: 'unix' }, from);
   return {
     description: `files in ${directory}`,
     async deliver(email) {
-      const info = await composer.sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+      const info = await (await composer.get()).sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
       await mkdir(directory, { recursive: true });
       const path = join(directory, `${String(email.id).padStart(8, '0')}-${randomBytes(4).toString('hex')}.eml`);
       await writeFile(path, info.message as Buffer);
@@ -52,7 +64,7 @@ function fileTransport(directory: string, from: string): MailTransport {
       // (The README names this development mode as the one place acceptance links are logged.)
       logger.info({ emailId: email.id, file: path, links }, 'e-mail written to a file');
     },
-    close: () => composer.close(),
+    close: composer.close,
   };
 }
 

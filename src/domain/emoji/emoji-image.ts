@@ -1,6 +1,6 @@
 // Custom emoji images (uploads.md 3.4): decoded, checked against the pixel limit, resized to 64x64
 // in the format the content type names; animated images keep their frames and get a still PNG.
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import { DomainError } from '../errors.js';
 
 const SIZE = 64;
@@ -24,6 +24,10 @@ export function assertEmojiContentType(contentType: string): asserts contentType
   if (!(contentType in EMOJI_FORMATS)) throw badImage('Invalid image format');
 }
 
+// libvips costs about 28 MiB of memory once loaded: only a process that resizes an emoji pays for it.
+let sharpModule: Promise<typeof import('sharp')> | undefined;
+const loadSharp = async () => (await (sharpModule ??= import('sharp'))).default;
+
 export interface ResizedEmoji {
   image: Buffer;
   /** A still PNG of the first frame, for animated images only. */
@@ -32,6 +36,7 @@ export interface ResizedEmoji {
 
 export async function resizeEmoji(data: Buffer, contentType: EmojiContentType): Promise<ResizedEmoji> {
   const { format } = EMOJI_FORMATS[contentType];
+  const sharp = await loadSharp();
   let metadata: Metadata;
   try {
     metadata = await sharp(data, { animated: true }).metadata();
