@@ -10,7 +10,8 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
-import { AuthCache, listenForAuthChanges } from './domain/auth/auth-cache.js';
+import { AuthCache } from './domain/auth/auth-cache.js';
+import { listenForNotifications } from './db/notifications.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
@@ -58,12 +59,13 @@ export async function startServer(
   }
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
   const authCache = new AuthCache();
-  const stopListening = await listenForAuthChanges(authCache, database.url);
+  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
+  const stopListening = await listenForNotifications(database.url, [authCache, rateLimiter.lockouts]);
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,
     config,
-    rateLimiter: new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit }),
+    rateLimiter,
     authCache,
     notifyOutbox: () => outbox?.wake(),
     storage: await openStorage(config),

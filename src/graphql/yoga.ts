@@ -11,6 +11,7 @@ import { RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, type DatabaseStatus } from '.
 import { logger } from '../logging.js';
 import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
+import { compiledExecution } from './jit.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
 import { schema } from './schema/index.js';
 
@@ -106,6 +107,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       // graphql-js's own executor: this API has no @defer, @stream or subscriptions, and Yoga's
       // default executor (which supports them) costs more per resolved field on large lists.
       useEngine({ execute }),
+      compiledExecution(schema, app.log ?? logger),
       csrfPrevention(),
       limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
       authPlugin(),

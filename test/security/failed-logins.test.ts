@@ -2,7 +2,7 @@
 // Retry-After (the reference's shape) without locking out other addresses; the per-user and
 // failed-login limits hold across server processes sharing one PostgreSQL database.
 import { request } from 'node:http';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { basicAuth, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -68,4 +68,45 @@ test('the per-user limit counts across processes: 6 requests over two servers, t
   const statuses: number[] = [];
   for (const server of [first, second, first, second, first, second, first]) statuses.push((await get(`${server.url}/api/v1/users/me`, auth, '127.0.0.31')).status);
   expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
+});
+
+describe('without per-user limits (API_RATE_LIMIT=off), lockouts are known from notifications', () => {
+  const settings = { rateLimits: [], failedLoginLimit: { windowSeconds: 600, maxRequests: 3 } };
+  let a: TestServer;
+  let b: TestServer;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startTestServer(settings), startTestServer(settings)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  test('a lockout reached on one server refuses valid credentials on another, and on a server started later', async () => {
+    const address = '127.0.0.41';
+    const auth = wrongKey(w.users.member.email);
+    for (let i = 0; i < 3; i++) expect((await get(`${a.url}/api/v1/users/me`, auth, address)).status).toBe(401);
+    expect((await get(`${a.url}/api/v1/users/me`, auth, address)).status).toBe(429);
+    expect((await get(`${a.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(429);
+    // The other server hears of it at the failure's commit, a moment later.
+    await vi.waitFor(async () => expect((await get(`${b.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(429), { timeout: 5000 });
+    // ... from memory, not from a statement.
+    expect(b.app.rateLimiter.lockouts.lockedUntil(`failed-login:${address}`)).toBeGreaterThan(Date.now());
+    const later = await startTestServer(settings);
+    try {
+      const refused = await get(`${later.url}/api/v1/users/me`, w.users.member.auth, address);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ result: 'error', code: 'RATE_LIMIT_HIT' });
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(500);
+      expect(later.app.rateLimiter.lockouts.lockedUntil(`failed-login:${address}`)).toBeGreaterThan(Date.now());
+    } finally {
+      await later.close();
+    }
+    expect((await get(`${b.url}/api/v1/users/me`, w.users.member.auth, '127.0.0.42')).status).toBe(200);
+  });
+
+  test('below the limit nobody is locked out', async () => {
+    const address = '127.0.0.43';
+    for (let i = 0; i < 2; i++) expect((await get(`${a.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status).toBe(401);
+    for (const server of [a, b]) expect((await get(`${server.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(200);
+  });
 });

@@ -6,8 +6,9 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
-import { AuthCache, listenForAuthChanges } from '../../src/domain/auth/auth-cache.js';
-import { RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import { AuthCache } from '../../src/domain/auth/auth-cache.js';
+import { listenForNotifications } from '../../src/db/notifications.js';
+import { DEFAULT_FAILED_LOGIN_RULE, RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { sqlOver } from '../../src/db/sql.js';
 import { countStatements } from '../../src/db/statement-counter.js';
@@ -23,14 +24,16 @@ export async function startCountingApp() {
   const pool = new pg.Pool({ connectionString });
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
   const prisma = client as unknown as Prisma;
-  // As in the server: authenticated users are cached, and dropped when the database notifies a change.
+  // As in the server with API_RATE_LIMIT=off: authenticated users are cached, and dropped when the
+  // database notifies a change; failed-login lockouts are known from notifications too.
   const authCache = new AuthCache();
-  const stopListening = await listenForAuthChanges(authCache, connectionString);
+  const rateLimiter = new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: DEFAULT_FAILED_LOGIN_RULE });
+  const stopListening = await listenForNotifications(connectionString, [authCache, rateLimiter.lockouts]);
   const app: AppContext = {
     prisma,
     sql: sqlOver(pool),
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter: new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: null }),
+    rateLimiter,
     authCache,
     notifyOutbox: () => {},
     storage: await openStorage(loadConfig({})),

@@ -4,13 +4,12 @@
 // triggers of migration auth_change_notifications), and the cache is off and empty while the
 // listening connection is down, so a missed notification can never leave a stale entry behind.
 import { EventEmitter } from 'node:events';
-import pg from 'pg';
+import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from './authenticate.js';
 
 export const AUTH_CHANGED_CHANNEL = 'auth_changed';
 const ALL = '*';
 const MAX_ENTRIES = 10_000;
-const RECONNECT_MS = 1_000;
 
 export interface CachedCredentials {
   /** The lower-cased e-mail the key belongs to (the username must match it). */
@@ -18,16 +17,17 @@ export interface CachedCredentials {
   actor: Readonly<Actor>;
 }
 
-export class AuthCache {
+export class AuthCache implements NotificationSubscriber {
+  readonly channel = AUTH_CHANGED_CHANNEL;
   private readonly entries = new Map<string, CachedCredentials>();
-  private listening = false;
+  private on = false;
   /** Bumped by every invalidation: an entry read from the database before one must not be stored after it. */
   private generation = 0;
   /** Emits 'invalidated' with the key hash (or '*') after each notification is applied. */
   readonly events = new EventEmitter();
 
   get(apiKeyHash: string): CachedCredentials | undefined {
-    return this.listening ? this.entries.get(apiKeyHash) : undefined;
+    return this.on ? this.entries.get(apiKeyHash) : undefined;
   }
 
   /** Take before reading the user from the database; hand to set() afterwards. */
@@ -36,7 +36,7 @@ export class AuthCache {
   }
 
   set(apiKeyHash: string, credentials: CachedCredentials, ticket: number): void {
-    if (!this.listening || ticket !== this.generation) return;
+    if (!this.on || ticket !== this.generation) return;
     // Oldest first out: Map keeps insertion order.
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(apiKeyHash, { emailKey: credentials.emailKey, actor: Object.freeze({ ...credentials.actor }) });
@@ -49,52 +49,18 @@ export class AuthCache {
     this.events.emit('invalidated', apiKeyHash);
   }
 
+  notified(apiKeyHash: string): void {
+    this.invalidate(apiKeyHash);
+  }
+
   /** Called by the listener: on while notifications arrive, off (and empty) otherwise. */
-  setListening(listening: boolean): void {
+  listening(on: boolean): void {
     this.generation++;
     this.entries.clear();
-    this.listening = listening;
+    this.on = on;
   }
 
   get enabled(): boolean {
-    return this.listening;
+    return this.on;
   }
-}
-
-/** Keeps a connection LISTENing for auth changes, reconnecting after failures; returns its stop function. */
-export async function listenForAuthChanges(cache: AuthCache, connectionString: string): Promise<() => Promise<void>> {
-  let client: pg.Client | undefined;
-  let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-  const connect = async () => {
-    const next = new pg.Client({ connectionString });
-    next.on('notification', (message) => message.payload && cache.invalidate(message.payload));
-    next.on('error', () => lost(next));
-    next.on('end', () => lost(next));
-    client = next;
-    await next.connect();
-    await next.query(`LISTEN ${AUTH_CHANGED_CHANNEL}`);
-    if (!stopped && client === next) cache.setListening(true);
-  };
-  const lost = (which: pg.Client) => {
-    if (client !== which) return;
-    cache.setListening(false);
-    client = undefined;
-    which.end().catch(() => {});
-    if (!stopped) retry = setTimeout(() => void connect().catch(() => lost(client!)), RECONNECT_MS).unref();
-  };
-  try {
-    await connect();
-  } catch {
-    // Not fatal: requests authenticate against the database until the connection comes back.
-    if (client) lost(client);
-  }
-  return async () => {
-    stopped = true;
-    clearTimeout(retry);
-    cache.setListening(false);
-    const last = client;
-    client = undefined;
-    await last?.end().catch(() => {});
-  };
 }

@@ -2,6 +2,8 @@
 // client address. Both are fixed-window counters in PostgreSQL (table rate_counter), so they hold
 // across every server process sharing the database; a window starts with its first hit. An
 // authenticated request costs one statement (its counters, and its address's failures, at once).
+import type pg from 'pg';
+import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Sql } from '../../db/sql.js';
 import { DomainError } from '../errors.js';
 
@@ -77,21 +79,89 @@ const HIT_AND_READ_FAILURES = `
 /** $1 now, $2 the address's failure key. */
 const READ_FAILURES = `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`;
 
-/** $1 now, $2 the address's failure key, $3 window seconds. */
+export const LOCKOUT_CHANNEL = 'failed_login_lockout';
+
+/**
+ * $1 now, $2 the address's failure key, $3 window seconds, $4 the limit. Once the address is over
+ * the limit, every process hears of it at commit ("<windowEnd ms> <key>").
+ */
 const COUNT_FAILURE = `
-  INSERT INTO rate_counter (key, count, "windowEnd")
-  VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
-  ON CONFLICT (key) DO UPDATE SET
-    count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
-    "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
-  RETURNING ${COUNTER_COLUMNS}`;
+  WITH counted AS (
+    INSERT INTO rate_counter (key, count, "windowEnd")
+    VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
+    ON CONFLICT (key) DO UPDATE SET
+      count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
+      "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
+    RETURNING ${COUNTER_COLUMNS})
+  SELECT counted.*, CASE WHEN count > $4 THEN pg_notify('${LOCKOUT_CHANNEL}', "windowEnd"::int8 || ' ' || key) END AS announced
+    FROM counted`;
+
+/** $1 now, $2 the limit: the addresses locked out now, for a process that starts listening. */
+const CURRENT_LOCKOUTS = `
+  SELECT ${COUNTER_COLUMNS} FROM rate_counter
+   WHERE key LIKE 'failed-login:%' AND count > $2 AND "windowEnd" > $1::timestamp(3)`;
+
+/** Addresses at most this many are remembered; past it, checks go to the database again. */
+const MAX_LOCKOUTS = 100_000;
+
+/**
+ * The client addresses locked out by failed logins, kept in every process from the notifications
+ * the failures send, so an authenticated request needs no statement to learn it is not locked out.
+ * Trusted only while the process listens (src/db/notifications.ts).
+ */
+export class FailedLoginLockouts implements NotificationSubscriber {
+  readonly channel = LOCKOUT_CHANNEL;
+  private readonly until = new Map<string, number>();
+  private on = false;
+
+  constructor(
+    private readonly rule: RateRule | null,
+    private readonly now: () => number,
+  ) {}
+
+  notified(payload: string): void {
+    const space = payload.indexOf(' ');
+    this.note(payload.slice(space + 1), Number(payload.slice(0, space)));
+  }
+
+  async listening(on: boolean, client?: pg.Client): Promise<void> {
+    this.until.clear();
+    this.on = false;
+    if (!on || !client || !this.rule) return;
+    const { rows } = await client.query<Counter>(CURRENT_LOCKOUTS, [new Date(this.now()).toISOString(), this.rule.maxRequests]);
+    for (const row of rows) this.note(row.key, row.windowEnd);
+    this.on = true;
+  }
+
+  /** When the address's lockout ends (0: not locked out); undefined when only the database knows. */
+  lockedUntil(key: string): number | undefined {
+    if (!this.on || this.until.size >= MAX_LOCKOUTS) return undefined;
+    return this.until.get(key) ?? 0;
+  }
+
+  /** The process that counted the failure knows at once; the others when the notification arrives. */
+  note(key: string, windowEnd: number): void {
+    if (this.until.size >= MAX_LOCKOUTS) this.forgetExpired();
+    if ((this.until.get(key) ?? 0) < windowEnd) this.until.set(key, windowEnd);
+  }
+
+  private forgetExpired(): void {
+    const now = this.now();
+    for (const [key, end] of this.until) if (end <= now) this.until.delete(key);
+  }
+}
 
 export class RateLimiter {
+  /** Subscribe it to the process's notifications (src/db/notifications.ts) to spare the failures' statement. */
+  readonly lockouts: FailedLoginLockouts;
+
   constructor(
     private readonly sql: Sql,
     private readonly limits: RateLimits,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.lockouts = new FailedLoginLockouts(limits.failedLogins, now);
+  }
 
   /**
    * Counts `weight` requests of the user; throws RATE_LIMIT_HIT when a rule's window is over its
@@ -104,16 +174,14 @@ export class RateLimiter {
     const now = this.now();
     const at = new Date(now).toISOString();
     const addressKey = failures ? failureKey(clientAddress!) : '';
-    const counters =
-      rules.length === 0
-        ? await this.sql.rows<Counter>(READ_FAILURES, [at, addressKey])
-        : await this.sql.rows<Counter>(HIT_AND_READ_FAILURES, [
-            at,
-            weight,
-            rules.map((rule) => userKey(userId, rule)),
-            rules.map((rule) => rule.windowSeconds),
-            addressKey,
-          ]);
+    if (rules.length === 0) return this.refuseIfLockedOut(addressKey, now);
+    const counters = await this.sql.rows<Counter>(HIT_AND_READ_FAILURES, [
+      at,
+      weight,
+      rules.map((rule) => userKey(userId, rule)),
+      rules.map((rule) => rule.windowSeconds),
+      addressKey,
+    ]);
     const limitOf = (key: string) =>
       key.startsWith('failed-login:') ? failures!.maxRequests : rules.find((rule) => userKey(userId, rule) === key)!.maxRequests;
     this.refuseIfOver(counters, limitOf, now);
@@ -124,8 +192,20 @@ export class RateLimiter {
     const rule = this.limits.failedLogins;
     if (!rule) return;
     const now = this.now();
-    const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), failureKey(clientAddress), rule.windowSeconds]);
+    const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), failureKey(clientAddress), rule.windowSeconds, rule.maxRequests]);
+    for (const counter of counters) if (counter.count > rule.maxRequests) this.lockouts.note(counter.key, counter.windowEnd);
     this.refuseIfOver(counters, () => rule.maxRequests, now);
+  }
+
+  /** Without per-user rules only the address's lockout matters: known in memory while listening. */
+  private async refuseIfLockedOut(addressKey: string, now: number): Promise<void> {
+    const until = this.lockouts.lockedUntil(addressKey);
+    if (until !== undefined) {
+      if (until > now) throw rateLimited((until - now) / 1000);
+      return;
+    }
+    const counters = await this.sql.rows<Counter>(READ_FAILURES, [new Date(now).toISOString(), addressKey]);
+    this.refuseIfOver(counters, () => this.limits.failedLogins!.maxRequests, now);
   }
 
   private refuseIfOver(counters: Counter[], limitOf: (key: string) => number, now: number): void {

@@ -1,0 +1,54 @@
+// One connection per process LISTENs for the changes other processes announce with NOTIFY (at
+// commit). Whoever keeps state derived from the database in memory subscribes here, and must not
+// trust that state while the connection is down: subscribers are told when listening starts (with
+// the connection, to read the current state first) and when it stops.
+import pg from 'pg';
+
+const RECONNECT_MS = 1_000;
+
+export interface NotificationSubscriber {
+  readonly channel: string;
+  notified(payload: string): void;
+  /** `client` is the listening connection, already LISTENing, when `on` is true. */
+  listening(on: boolean, client?: pg.Client): void | Promise<void>;
+}
+
+/** Keeps a connection LISTENing on every subscriber's channel, reconnecting after failures; returns its stop function. */
+export async function listenForNotifications(connectionString: string, subscribers: NotificationSubscriber[]): Promise<() => Promise<void>> {
+  const byChannel = new Map(subscribers.map((subscriber) => [subscriber.channel, subscriber]));
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  const turnOff = () => Promise.all(subscribers.map((subscriber) => subscriber.listening(false)));
+  const connect = async () => {
+    const next = new pg.Client({ connectionString });
+    next.on('notification', (message) => message.payload && byChannel.get(message.channel)?.notified(message.payload));
+    next.on('error', () => lost(next));
+    next.on('end', () => lost(next));
+    client = next;
+    await next.connect();
+    for (const channel of byChannel.keys()) await next.query(`LISTEN ${channel}`);
+    for (const subscriber of subscribers) if (!stopped && client === next) await subscriber.listening(true, next);
+  };
+  const lost = (which: pg.Client) => {
+    if (client !== which) return;
+    void turnOff();
+    client = undefined;
+    which.end().catch(() => {});
+    if (!stopped) retry = setTimeout(() => void connect().catch(() => lost(client!)), RECONNECT_MS).unref();
+  };
+  try {
+    await connect();
+  } catch {
+    // Not fatal: every subscriber falls back to the database until the connection comes back.
+    if (client) lost(client);
+  }
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await turnOff();
+    const last = client;
+    client = undefined;
+    await last?.end().catch(() => {});
+  };
+}
