@@ -7,13 +7,42 @@ import pg from 'pg';
 export interface Sql {
   /** The rows of one parameterized statement ($1, $2, ... bound to `values`). */
   rows<Row>(text: string, values: readonly unknown[]): Promise<Row[]>;
+  /** `work` in one transaction on one pooled connection: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+}
+
+type Queryable = pg.Pool | pg.PoolClient;
+
+/**
+ * The rows of a statement built with Prisma's `Prisma.sql` tag (nested fragments and array parameters
+ * included); dates travel as UTC text, as Prisma sends them, whatever the process's time zone.
+ */
+export function statementRows<Row>(sql: Sql, statement: { text: string; values: unknown[] }): Promise<Row[]> {
+  return sql.rows<Row>(statement.text, statement.values.map((value) => (value instanceof Date ? value.toISOString() : value)));
+}
+
+function rowsOver(db: Queryable) {
+  return async <Row>(text: string, values: readonly unknown[]) => (await db.query(text, values as unknown[])).rows as Row[];
 }
 
 export function sqlOver(pool: pg.Pool): Sql {
   return {
-    async rows<Row>(text: string, values: readonly unknown[]) {
-      const result = await pool.query(text, values as unknown[]);
-      return result.rows as Row[];
+    rows: rowsOver(pool),
+    async transaction<T>(work: (tx: Sql) => Promise<T>) {
+      const client = await pool.connect();
+      const tx: Sql = { rows: rowsOver(client), transaction: () => Promise.reject(new Error('already in a transaction')) };
+      try {
+        await client.query('BEGIN');
+        const result = await work(tx);
+        await client.query('COMMIT');
+        client.release();
+        return result;
+      } catch (error) {
+        // A connection that cannot even roll back is dropped, not handed out again.
+        const rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
+        client.release(!rolledBack);
+        throw error;
+      }
     },
   };
 }

@@ -3,6 +3,7 @@
 // that a race never surfaces as a 500. Every transaction that locks rows locks the organization's
 // row first, which keeps deadlocks out in the first place; the retry is the safety net.
 import type { Prisma } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Transaction } from './email/outbox.js';
 
 const RETRYABLE_CODES = new Set(['P2034', '40001', '40P01']);
@@ -17,12 +18,21 @@ export function isRetryable(error: unknown, depth = 0): boolean {
   return isRetryable(adapterError, depth + 1) || isRetryable(cause, depth + 1);
 }
 
-export async function inTransaction<T>(prisma: Prisma, work: (tx: Transaction) => Promise<T>): Promise<T> {
+async function withRetries<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await prisma.$transaction(work, { maxWait: 10_000, timeout: 30_000 });
+      return await run();
     } catch (error) {
       if (attempt >= MAX_TRANSACTION_ATTEMPTS || !isRetryable(error)) throw error;
     }
   }
+}
+
+export function inTransaction<T>(prisma: Prisma, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  return withRetries(() => prisma.$transaction(work, { maxWait: 10_000, timeout: 30_000 }));
+}
+
+/** A hot path's transaction straight through the driver (db/sql.ts), with the same retries. */
+export function inSqlTransaction<T>(sql: Sql, work: (tx: Sql) => Promise<T>): Promise<T> {
+  return withRetries(() => sql.transaction(work));
 }

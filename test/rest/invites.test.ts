@@ -469,15 +469,39 @@ describe('what a successful request stores (step 20)', () => {
 
 test('concurrent requests cannot pass the daily limit together', async () => {
   const w = await world((f) => (f.organization.max_invites = 5));
-  // Released together once several wait on the organization's lock: they contend for real.
-  const results = await whileOrganizationLocked(server.app.prisma, w.org.id, () =>
-    Promise.all(Array.from({ length: 12 }, (_, i) => invite(w, 'admin', basic(`c${i}@elsewhere.example`)))),
+  // Released together once two wait on the organization's lock (a process lets no more than two
+  // sends per organization wait there; the others queue in the process): they contend for real.
+  const results = await whileOrganizationLocked(
+    server.app.prisma,
+    w.org.id,
+    () => Promise.all(Array.from({ length: 12 }, (_, i) => invite(w, 'admin', basic(`c${i}@elsewhere.example`)))),
+    2,
   );
   // Every answer counted: a 500 (or anything else) fails the test.
   expect(results.map((r) => r.status).sort()).toEqual([...Array(5).fill(200), ...Array(7).fill(400)]);
   for (const refused of results.filter((r) => r.status === 400)) expect(refused.body).toMatchObject({ code: 'INVITATION_FAILED', daily_limit_reached: true });
   expect(await storedInvitations(server.app.prisma, w.org.id)).toHaveLength(5);
   expect(await server.app.prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(5);
+});
+
+test("sends waiting for their organization's lock leave the connection pool to everyone else", async () => {
+  const [w, other] = [await world(), await world()];
+  let otherAnswer: number | undefined;
+  // More sends than the pool has connections: were each to wait for the lock in an open transaction,
+  // the other organization's request would find no connection until the lock is released.
+  const results = await whileOrganizationLocked(
+    server.app.prisma,
+    w.org.id,
+    () => Promise.all(Array.from({ length: 15 }, (_, i) => invite(w, 'admin', basic(`pool${i}@elsewhere.example`)))),
+    2,
+    async () => {
+      const response = await fetch(`${server.url}/api/v1/invites`, { headers: { authorization: other.users.admin.auth } });
+      otherAnswer = response.status;
+    },
+  );
+  expect(otherAnswer).toBe(200);
+  expect(results.map((r) => r.status)).toEqual(Array(15).fill(200));
+  expect(await storedInvitations(server.app.prisma, w.org.id)).toHaveLength(15);
 });
 
 test('OPTIONS and unsupported methods answer before authentication', async () => {

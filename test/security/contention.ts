@@ -12,8 +12,17 @@ async function lockWaiters(tx: Transaction): Promise<number> {
   return row!.n;
 }
 
-/** `fire()`'s result, started while the organization's row is locked and released once `waiters` requests wait. */
-export async function whileOrganizationLocked<T>(prisma: Prisma, organizationId: number, fire: () => Promise<T>, waiters = 5): Promise<T> {
+/**
+ * `fire()`'s result, started while the organization's row is locked and released once `waiters`
+ * requests wait (and `whileBlocked()`, if given, has finished meanwhile).
+ */
+export async function whileOrganizationLocked<T>(
+  prisma: Prisma,
+  organizationId: number,
+  fire: () => Promise<T>,
+  waiters = 5,
+  whileBlocked?: () => Promise<void>,
+): Promise<T> {
   let settled = false;
   let result!: Promise<T>;
   await prisma.$transaction(
@@ -21,6 +30,7 @@ export async function whileOrganizationLocked<T>(prisma: Prisma, organizationId:
       await tx.$queryRaw`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
       result = fire().finally(() => (settled = true));
       while (!settled && (await lockWaiters(tx)) < waiters) await new Promise((resolve) => setTimeout(resolve, 20));
+      await whileBlocked?.();
     },
     { timeout: 120_000, maxWait: 10_000 },
   );

@@ -4,6 +4,11 @@
 // every attempt ends before it does, so mail claimed by a process that died is claimed again by any
 // worker when the lease ends (each worker sleeps at most until the next lease end). A failed attempt
 // is retried with growing delays, and marked FAILED after maxAttempts.
+// Delivery is background work beside the requests: a batch waits while requests keep the process
+// busy (so a busy server also delivers many e-mails per batch, with one statement of bookkeeping per
+// batch), and the worker lets waiting requests run between two e-mails.
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '../../db/database.js';
 import { logger } from '../../logging.js';
 import type { MailTransport } from './transport.js';
@@ -21,7 +26,7 @@ export interface OutboxOptions {
 
 export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   pollMs: 30_000,
-  batchSize: 20,
+  batchSize: 100,
   maxAttempts: 6,
   leaseMs: 40_000,
   retryDelayMs: (attempt) => Math.min(60_000 * 2 ** (attempt - 1), 3_600_000),
@@ -37,6 +42,9 @@ interface ClaimedEmail {
 }
 
 const MIN_SLEEP_MS = 50;
+const OBSERVATION_MS = 100;
+const BUSY_UTILIZATION = 0.5;
+const MAX_DEFERRAL_MS = 2_000;
 
 export class OutboxWorker {
   private readonly options: OutboxOptions;
@@ -91,19 +99,44 @@ export class OutboxWorker {
   /** Claims one batch of due e-mails and attempts each; returns how many were claimed. */
   async deliverDue(now = new Date()): Promise<number> {
     const claimed = await this.claim(now);
-    for (const email of claimed) await this.attempt(email);
+    const sent: ClaimedEmail[] = [];
+    for (const email of claimed) {
+      if (await this.attempt(email)) sent.push(email);
+      await nextTurn();
+    }
+    await this.markSent(sent);
     return claimed.length;
   }
 
   private async runPass(): Promise<void> {
-    let sleep = this.options.pollMs;
+    let nextPassIn = this.options.pollMs;
     try {
-      while (!this.stopped && (await this.deliverDue()) > 0);
-      sleep = await this.timeUntilNextDue();
+      await this.deliverEverythingDue();
+      nextPassIn = await this.timeUntilNextDue();
     } catch (error) {
       logger.error({ err: error }, 'e-mail outbox: delivery pass failed');
     }
-    if (!this.stopped) this.timer = setTimeout(() => this.wake(), sleep).unref();
+    if (!this.stopped) this.timer = setTimeout(() => this.wake(), nextPassIn).unref();
+  }
+
+  private async deliverEverythingDue(): Promise<void> {
+    while (!this.stopped) {
+      await this.untilRequestsQuiet();
+      // A batch that was not full took everything due.
+      if ((await this.deliverDue()) < this.options.batchSize) return;
+    }
+  }
+
+  /**
+   * Waits while requests keep the event loop busy (at most MAX_DEFERRAL_MS): mail can wait a moment,
+   * people should not. Also spaces batches, so a busy server delivers many e-mails per batch.
+   */
+  private async untilRequestsQuiet(): Promise<void> {
+    for (let waited = 0; waited < MAX_DEFERRAL_MS && !this.stopped; waited += OBSERVATION_MS) {
+      const before = performance.eventLoopUtilization();
+      await sleep(OBSERVATION_MS);
+      if (performance.eventLoopUtilization(before).utilization < BUSY_UTILIZATION) return;
+    }
   }
 
   private async claim(now: Date): Promise<ClaimedEmail[]> {
@@ -119,7 +152,8 @@ export class OutboxWorker {
       RETURNING id, "toAddress", subject, "textBody", "htmlBody", attempts`;
   }
 
-  private async attempt(email: ClaimedEmail): Promise<void> {
+  /** Whether the e-mail went out (a failure is recorded at once). */
+  private async attempt(email: ClaimedEmail): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('delivery took longer than half the claim lease')), this.options.leaseMs / 2);
@@ -127,17 +161,22 @@ export class OutboxWorker {
     try {
       const delivery = this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
       await Promise.race([delivery, deadline]);
+      return true;
     } catch (error) {
       await this.recordFailure(email, error);
-      return;
+      return false;
     } finally {
       clearTimeout(timer);
     }
-    // Only while this worker's claim stands (the attempt count is the claim's).
-    await this.prisma.outboxEmail.updateMany({
-      where: { id: email.id, attempts: email.attempts, status: 'PENDING' },
-      data: { status: 'SENT', sentAt: new Date(), lastError: null },
-    });
+  }
+
+  /** One statement for the batch; each row only while this worker's claim stands (the attempt count is the claim's). */
+  private async markSent(emails: ClaimedEmail[]): Promise<void> {
+    if (emails.length === 0) return;
+    await this.prisma.$executeRaw`
+      UPDATE outbox_email SET status = 'SENT', "sentAt" = ${new Date()}::timestamp(3), "lastError" = NULL
+      FROM unnest(${emails.map((e) => e.id)}::int[], ${emails.map((e) => e.attempts)}::int[]) AS sent(id, attempts)
+      WHERE outbox_email.id = sent.id AND outbox_email.attempts = sent.attempts AND outbox_email.status = 'PENDING'`;
   }
 
   private async recordFailure(email: ClaimedEmail, error: unknown): Promise<void> {

@@ -4,7 +4,7 @@
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
-import type { Channel, UserGroup } from '../../generated/prisma/client.js';
+import type { Channel, Organization, OrganizationDomain, UserGroup } from '../../generated/prisma/client.js';
 import { distinctRowIds } from '../ids.js';
 import { settingsHeldBy } from '../permissions/group-membership.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
@@ -28,14 +28,16 @@ export function assertMayInviteAs(actor: Actor, inviteAs: number): void {
 type ChannelRow = Channel;
 type GroupRow = UserGroup;
 
-// Requested ids travel as one array parameter (`= ANY`), however many a request names.
-function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+// Requested ids travel as one array parameter (`= ANY`), however many a request names; none, no query.
+async function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+  if (ids?.length === 0) return [];
   if (!ids) return db.channel.findMany({ where: { organizationId }, orderBy: { id: 'asc' } });
   return db.$queryRaw<Channel[]>`
     SELECT * FROM channel WHERE "organizationId" = ${organizationId} AND id = ANY(${distinctRowIds(ids)}::int[]) ORDER BY id`;
 }
 
-function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+async function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+  if (ids?.length === 0) return [];
   if (!ids) return db.userGroup.findMany({ where: { organizationId, name: { not: null } }, orderBy: { id: 'asc' } });
   return db.$queryRaw<UserGroup[]>`
     SELECT * FROM user_group
@@ -47,7 +49,7 @@ function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise
  * groups in question, loaded with a fixed number of queries.
  */
 export interface InvitePermissions {
-  organization: NonNullable<Awaited<ReturnType<typeof loadOrganization>>>;
+  organization: OrganizationWithDomains;
   channels: Map<number, ChannelRow>;
   groups: Map<number, GroupRow>;
   subscribed: Set<number>;
@@ -55,8 +57,16 @@ export interface InvitePermissions {
   actor: Actor;
 }
 
-function loadOrganization(db: Prisma, organizationId: number) {
-  return db.organization.findUnique({ where: { id: organizationId }, include: { domains: true } });
+type OrganizationWithDomains = Organization & { domains: Pick<OrganizationDomain, 'domain' | 'allowSubdomains'>[] };
+
+/** The organization with its allowed domains, in one statement. */
+async function loadOrganization(db: Prisma, organizationId: number): Promise<OrganizationWithDomains | undefined> {
+  const [organization] = await db.$queryRaw<OrganizationWithDomains[]>`
+    SELECT o.*, coalesce((
+      SELECT json_agg(json_build_object('domain', d.domain, 'allowSubdomains', d."allowSubdomains") ORDER BY d.id)
+      FROM organization_domain d WHERE d."organizationId" = o.id), '[]') AS domains
+    FROM organization o WHERE o.id = ${organizationId}`;
+  return organization;
 }
 
 /** Without ids in `scope`, every channel and named group of the organization. */
@@ -69,7 +79,8 @@ export async function loadInvitePermissions(
     loadOrganization(db, actor.organizationId),
     loadChannels(db, actor.organizationId, scope.channelIds),
     loadGroups(db, actor.organizationId, scope.groupIds),
-    db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
+    // Subscriptions matter only for channel access.
+    scope.channelIds?.length === 0 ? [] : db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
   ]);
   if (!organization) throw badRequest('Invalid organization');
   const settingIds = [

@@ -1,8 +1,9 @@
 // Send invitations: the whole check order of behaviour.md 3.2 (with its Decisions), then one
-// transaction under the organization's lock that stores the invitations and queues their e-mails.
+// short transaction under the organization's lock that stores the invitations and queues their e-mails.
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
-import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
+import type { Config } from '../../config.js';
+import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail } from '../email/outbox.js';
 import { badRequest } from '../errors.js';
 import { ROLE_CODES, isAdministrator } from '../users/roles.js';
 import { addressProblem, parseInviteeEmails, type AddressPolicy } from './addresses.js';
@@ -15,9 +16,22 @@ import {
   assertMayUseInvitations,
   loadInvitePermissions,
 } from './invite-permissions.js';
-import { assertAccountOldEnough, assertDailyLimit, assertLicenseLimit, invitationFailed, lockOrganization } from './limits.js';
-import { inTransaction } from '../transaction.js';
-import type { Invitation } from '../../generated/prisma/client.js';
+import {
+  assertAccountOldEnough,
+  assertDailyLimitKept,
+  assertLicensesSuffice,
+  countsForLimits,
+  invitationFailed,
+  lockOrganizationSql,
+  lockedCountsSql,
+  type LimitedOrganization,
+  type LockedCounts,
+} from './limits.js';
+import { queuedForOrganization } from './lock-queue.js';
+import { distinctRowIds } from '../ids.js';
+import { inSqlTransaction } from '../transaction.js';
+import { statementRows, type Sql } from '../../db/sql.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
 export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
@@ -82,10 +96,14 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
     throw badRequest('Must be an organization administrator');
   }
   const now = new Date();
+  const org = permissions.organization;
   const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  const { created, skipped } = await inTransaction(app.prisma, (tx) =>
-    storeInvitations(tx, app, actor, { ...request, emails, expiresAt, now, policy: permissions.organization }),
-  );
+  const { created, skipped } = await queuedForOrganization(org.id, () => {
+    // What needs no lock happens before the transaction, which stays a few statements long.
+    const addresses = prepareAddresses(app.config, actor, org, emails, expiresAt);
+    // A hot path: the transaction goes straight through the driver (db/sql.ts).
+    return inSqlTransaction(app.sql, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org }));
+  });
   app.notifyOutbox();
   if (skipped.length > 0) {
     throw invitationFailed(
@@ -96,88 +114,119 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   return created;
 }
 
-interface StoreRequest extends SendInvitationsRequest {
-  emails: string[];
-  expiresAt: Date | null;
-  now: Date;
-  policy: AddressPolicy & { id: number; name: string; maxInvites: number | null; licenseLimit: number | null; inviteRequired: boolean };
+type InvitingOrganization = AddressPolicy & LimitedOrganization & { name: string };
+
+/** A valid address with its confirmation key and rendered e-mail. */
+interface Invitee {
+  email: string;
+  emailKey: string;
+  mail: PreparedInvitationEmail;
 }
 
-async function storeInvitations(tx: Transaction, app: AppContext, actor: Actor, request: StoreRequest) {
-  const org = request.policy;
-  await lockOrganization(tx, org.id);
-  await assertDailyLimit(tx, app.config, org, request.emails.length, request.now);
-  await assertLicenseLimit(tx, org, request.emails.length, request.inviteAs);
-  assertAccountOldEnough(actor, org, request.now);
-  const { invitable, skipped } = await sortAddresses(tx, org, request.emails);
-  if (skipped.length === request.emails.length) {
-    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
-  }
-  const created = await createInvitations(tx, actor, request, invitable);
-  await queueInvitationEmails(
-    tx,
-    app.config,
-    created.map((row) => ({ ...row, referrer: actor, organization: org })),
-  );
-  return { created: created.map((row) => toInvitationView(row, request.now)), skipped };
+/** Step 18's validation, and the valid addresses with their keys and e-mails. */
+interface PreparedAddresses {
+  all: string[];
+  invalid: InviteeError[];
+  valid: Invitee[];
 }
 
-/** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
-async function sortAddresses(tx: Transaction, org: AddressPolicy & { id: number }, emails: string[]) {
+function prepareAddresses(config: Config, actor: Actor, org: InvitingOrganization, emails: string[], expiresAt: Date | null): PreparedAddresses {
   const invalid: InviteeError[] = [];
-  const valid: string[] = [];
+  const validEmails: string[] = [];
   for (const email of emails) {
     const problem = addressProblem(email, org);
     if (problem) invalid.push([email, problem, false]);
-    else valid.push(email);
+    else validEmails.push(email);
   }
-  // One array parameter, however many addresses the request names.
-  const existing = await tx.$queryRaw<{ emailKey: string; isActive: boolean }[]>`
-    SELECT "emailKey", "isActive" FROM user_account
-    WHERE "organizationId" = ${org.id} AND "emailKey" = ANY(${valid.map((e) => e.toLowerCase())}::text[])`;
-  const accountByKey = new Map(existing.map((u) => [u.emailKey, u]));
-  const skipped: InviteeError[] = [];
-  const invitable: string[] = [];
-  for (const email of valid) {
-    const key = email.toLowerCase();
-    const account = accountByKey.get(key);
-    if (SYSTEM_BOT_ADDRESSES.has(key)) skipped.push([email, 'Reserved for system bots.', false]);
-    else if (account?.isActive) skipped.push([email, 'Already has an account.', false]);
-    else if (account) skipped.push([email, 'Account has been deactivated.', true]);
-    else invitable.push(email);
-  }
-  if (invalid.length > 0) {
-    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...invalid, ...skipped] });
-  }
-  return { invitable, skipped };
+  const valid = validEmails.map((email) => {
+    const invitation = { email, confirmationKey: generateConfirmationKey(), expiresAt, referrer: actor, organization: org };
+    return { email, emailKey: email.toLowerCase(), mail: prepareInvitationEmail(config, invitation) };
+  });
+  return { all: emails, invalid, valid };
+}
+
+interface StoreRequest extends SendInvitationsRequest {
+  addresses: PreparedAddresses;
+  expiresAt: Date | null;
+  now: Date;
+  org: InvitingOrganization;
 }
 
 /**
- * The invitations, their channels and groups: one statement each, whatever the number of addresses
- * (every list travels as one array parameter).
+ * Steps 14-20: the lock, then one statement that reads what the checks need and stores the
+ * invitations of addresses without accounts; a refusal of the checks rolls the rows back.
  */
-async function createInvitations(tx: Transaction, actor: Actor, request: StoreRequest, emails: string[]): Promise<Invitation[]> {
-  const keys = emails.map(() => generateConfirmationKey());
-  const created = await tx.$queryRaw<Invitation[]>`
-    INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
-      "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
-    SELECT ${request.policy.id}, address.email, ${actor.id}, ${request.inviteAs}, ${request.now}::timestamp(3), ${request.expiresAt}::timestamp(3),
-      ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
-    FROM unnest(${emails}::text[], ${keys}::text[]) WITH ORDINALITY AS address(email, key, position)
-    ORDER BY address.position
-    RETURNING *`;
-  const invitationIds = created.map((invitation) => invitation.id);
-  const channelIds = [...new Set(request.streamIds)];
-  const groupIds = [...new Set(request.groupIds)];
-  if (channelIds.length > 0) {
-    await tx.$executeRaw`
+async function storeInvitations(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
+  const { org, addresses, now } = request;
+  const count = addresses.all.length;
+  await statementRows(tx, lockOrganizationSql(org.id));
+  const { locked, created } = await readAndInsert(tx, config, actor, request);
+  assertDailyLimitKept(config, org, locked, count);
+  assertLicensesSuffice(org, locked, count, request.inviteAs);
+  assertAccountOldEnough(actor, org, now);
+  const skipped = skippedAddresses(addresses, locked);
+  if (skipped.length === count) {
+    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
+  }
+  return { created: created.map((row) => toInvitationView(row, now)), skipped };
+}
+
+const isSystemBot = (emailKey: string) => SYSTEM_BOT_ADDRESSES.has(emailKey);
+
+/** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
+function skippedAddresses(addresses: PreparedAddresses, locked: LockedCounts): InviteeError[] {
+  const active = new Set(locked.activeKeys);
+  const deactivated = new Set(locked.deactivatedKeys);
+  const skipped: InviteeError[] = [];
+  for (const { email, emailKey } of addresses.valid) {
+    if (isSystemBot(emailKey)) skipped.push([email, 'Reserved for system bots.', false]);
+    else if (active.has(emailKey)) skipped.push([email, 'Already has an account.', false]);
+    else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
+  }
+  if (addresses.invalid.length > 0) {
+    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...addresses.invalid, ...skipped] });
+  }
+  return skipped;
+}
+
+/**
+ * One statement whatever the number of addresses (every list travels as one array parameter): the
+ * limits' counts and the accounts among the addresses (`lockedCountsSql`), and the invitations of the
+ * others, with their channels, groups and e-mails. With an invalid address nothing is stored.
+ */
+type CreatedInvitation = Pick<InvitationView, 'id' | 'email' | 'invitedAs' | 'referrerId'> & { status: 'PENDING' };
+
+async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
+  const { org, addresses, now } = request;
+  const reads = { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) };
+  const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
+  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
+    WITH locked AS (
+      SELECT ${lockedCountsSql(org.id, now, reads)}
+    ), created AS (
+      INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt",
+        "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
+      SELECT ${org.id}, address.email, ${actor.id}, ${request.inviteAs}, ${now}::timestamp(3), ${request.expiresAt}::timestamp(3),
+        ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
+      FROM unnest(${candidates.map((a) => a.email)}::text[], ${candidates.map((a) => a.emailKey)}::text[], ${candidates.map((a) => a.mail.confirmationKey)}::text[])
+        WITH ORDINALITY AS address(email, "emailKey", key, position), locked
+      WHERE address."emailKey" <> ALL(locked."activeKeys" || locked."deactivatedKeys")
+      ORDER BY address.position
+      RETURNING *
+    ), channels AS (
       INSERT INTO invitation_channel ("invitationId", "channelId")
-      SELECT invitation, channel FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${channelIds}::int[]) AS channel`;
-  }
-  if (groupIds.length > 0) {
-    await tx.$executeRaw`
+      SELECT created.id, channel FROM created CROSS JOIN unnest(${distinctRowIds(request.streamIds)}::int[]) AS channel
+    ), groups AS (
       INSERT INTO invitation_group ("invitationId", "groupId")
-      SELECT invitation, "group" FROM unnest(${invitationIds}::int[]) AS invitation CROSS JOIN unnest(${groupIds}::int[]) AS "group"`;
-  }
-  return created.sort((a, b) => a.id - b.id);
+      SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
+    ), emails AS (
+      ${insertInvitationEmails(Prisma.sql`created`, candidates.map((a) => a.mail))}
+    )
+    SELECT locked.*, created.id, created.email, created."invitedAs", created."referrerId", created.status
+    FROM locked LEFT JOIN created ON true ORDER BY created.id`);
+  // The times are the request's own (the rows hold them as sent).
+  const created = rows
+    .filter((row): row is LockedCounts & CreatedInvitation => row.id !== null)
+    .map(({ id, email, invitedAs, referrerId, status }) => ({ id, email, invitedAs, referrerId, status, invitedAt: now, expiresAt: request.expiresAt }));
+  return { locked: rows[0]!, created };
 }
