@@ -105,7 +105,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     plugins: [
       // Executes every document compiled (this API has no @defer, @stream or subscriptions, which
       // Yoga's default executor exists for).
-      compiledExecution(schema, app.log ?? logger),
+      ...compiledExecution(schema, app.log ?? logger),
       csrfPrevention(),
       limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
       authPlugin(),
