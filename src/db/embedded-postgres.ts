@@ -19,6 +19,7 @@ const run = promisify(execFile);
 
 export const EMBEDDED_DATABASE = 'teamchat';
 const EMBEDDED_USER = 'teamchat';
+const SHARED_BUFFERS = '64MB';
 /** Unix socket paths are limited to 107 bytes on Linux; `/.s.PGSQL.<port>` takes up to 17 of them. */
 const MAX_SOCKET_DIR_LENGTH = 90;
 
@@ -158,6 +159,9 @@ export async function startEmbeddedPostgres(dataDir: string, options: EmbeddedOp
   const settings = [
     `-c listen_addresses='${options.tcpPort === undefined ? '' : '127.0.0.1'}'`,
     `-c unix_socket_directories='${socketDir}'`,
+    // A team's organization data fits in far less than PostgreSQL's default 128 MB of buffers, and
+    // every buffer touched counts in the memory of the machine the server shares.
+    `-c shared_buffers=${SHARED_BUFFERS}`,
     ...(options.tcpPort === undefined ? [] : [`-p ${options.tcpPort}`]),
   ];
   const logFile = join(pgdata, 'server.log');
