@@ -79,7 +79,7 @@ const HIT_AND_READ_FAILURES = `
 /** $1 now, $2 the address's failure key. */
 const READ_FAILURES = `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`;
 
-export const LOCKOUT_CHANNEL = 'failed_login_lockout';
+const LOCKOUT_CHANNEL = 'failed_login_lockout';
 
 /**
  * $1 now, $2 the address's failure key, $3 window seconds, $4 the limit. Once the address is over
@@ -172,11 +172,10 @@ export class RateLimiter {
     const failures = this.limits.failedLogins && clientAddress !== undefined ? this.limits.failedLogins : null;
     if (rules.length === 0 && !failures) return;
     const now = this.now();
-    const at = new Date(now).toISOString();
     const addressKey = failures ? failureKey(clientAddress!) : '';
     if (rules.length === 0) return this.refuseIfLockedOut(addressKey, now);
     const counters = await this.sql.rows<Counter>(HIT_AND_READ_FAILURES, [
-      at,
+      new Date(now).toISOString(),
       weight,
       rules.map((rule) => userKey(userId, rule)),
       rules.map((rule) => rule.windowSeconds),
