@@ -78,6 +78,19 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
   return { id: rows[0].id, volume, authorization: basic(benchUserEmail, apiKey), otherUser: basic(String(file.users![1]!.email), otherKey) };
 }
 
+/**
+ * Waits until the server's worker has delivered every e-mail due (at most 5 minutes), so no round,
+ * the floor's above all, runs beside the previous round's deliveries.
+ */
+async function outboxDelivered(db: pg.Pool) {
+  for (const deadline = Date.now() + 300_000; Date.now() < deadline; ) {
+    const { rows } = await db.query(`SELECT count(*)::int AS due FROM outbox_email WHERE status = 'PENDING' AND "nextAttemptAt" <= $1::timestamp(3)`, [new Date().toISOString()]);
+    if (rows[0].due === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('the server did not deliver its queued e-mails within 5 minutes');
+}
+
 function scenarios(org: Organization, db: pg.Pool): Scenario[] {
   const headers = { authorization: org.authorization };
   let emoji = 0;
@@ -89,6 +102,7 @@ function scenarios(org: Organization, db: pg.Pool): Scenario[] {
     path: '/api/v1/invites',
     minimumSeconds: count > 1 ? 6 : 0,
     probe: count > 1 ? { path: '/api/v1/users/me', headers: { authorization: org.otherUser } } : undefined,
+    reset: () => outboxDelivered(db),
     headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
     vary: (request) => {
       const batch = invitation++;
@@ -144,12 +158,15 @@ async function assertSameAnswers(list: Scenario[], floor: BenchProcess, real: Be
 async function measure(scenario: Scenario, floor: BenchProcess, real: BenchProcess): Promise<ScenarioResult> {
   let floorBest: Round | undefined;
   let realBest: Round | undefined;
+  let serverPeakRss = 0;
   for (let i = 0; i < LOAD.rounds; i++) {
     floorBest = best(floorBest, await runRound(scenario, floor, LOAD));
+    const rss = sampleRss(real.child.pid!, () => []);
     realBest = best(realBest, await runRound(scenario, real, LOAD));
+    serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
   }
   console.error(`${scenario.name}: server ${realBest!.requestsPerSecond.toFixed(0)} req/s, floor ${floorBest!.requestsPerSecond.toFixed(0)} req/s`);
-  return { name: scenario.name, real: realBest!, floor: floorBest! };
+  return { name: scenario.name, real: realBest!, floor: floorBest!, serverPeakRss };
 }
 
 async function benchMode(mode: Mode): Promise<ModeResult> {

@@ -138,8 +138,10 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
       }),
     );
     await client.query(
+      // Queued like the server's, but never due: the server's worker (same database) must not spend
+      // the floor's rounds delivering the floor's e-mails.
       `INSERT INTO outbox_email ("organizationId", "invitationId", kind, "toAddress", subject, "textBody", "htmlBody", "createdAt", "nextAttemptAt")
-       SELECT $1, id, 'invitation', address, subject, text, html, $2, $2
+       SELECT $1, id, 'invitation', address, subject, text, html, $2, '9999-12-31'
          FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[]) AS t(id, address, subject, text, html)`,
       [
         caller.organizationId,

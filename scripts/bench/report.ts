@@ -7,6 +7,8 @@ export interface ScenarioResult {
   name: string;
   real: Round;
   floor: Round;
+  /** The server's resident memory at its highest during this scenario's rounds (bytes). */
+  serverPeakRss: number;
 }
 
 export interface ModeResult {
@@ -54,12 +56,12 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
   ];
   for (const mode of report.modes) {
     lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
-    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) |');
-    lines.push('|---|---:|---:|---:|---:|---:|---:|');
+    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | server peak RSS |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of mode.scenarios) {
       lines.push(
         `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
-          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} |`,
+          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
       );
     }
     for (const s of mode.scenarios.filter((x) => x.real.failed + x.floor.failed > 0)) {
