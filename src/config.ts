@@ -13,6 +13,8 @@ export interface Config {
   databaseUrl?: string;
   /** How long start-up waits for an unreachable DATABASE_URL before giving up. */
   databaseWaitSeconds: number;
+  /** How long a statement waits for a row lock (an organization's, say) before the request answers 503; 0: no limit. */
+  databaseLockWaitSeconds: number;
   /** TCP port (127.0.0.1) of the embedded PostgreSQL; undefined: its Unix socket only. */
   embeddedPostgresPort?: number;
   /** Where the embedded database, the e-mail outbox and uploads live. */
@@ -90,6 +92,13 @@ function integer(name: string, value: string | undefined, fallback?: number): nu
   return parsed;
 }
 
+/** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */
+function lockWaitSeconds(value: string | undefined): number {
+  const seconds = integer('DATABASE_LOCK_WAIT_SECONDS', value, 10)!;
+  if (seconds > 86_400) throw new StartupError(`DATABASE_LOCK_WAIT_SECONDS must be at most 86400, got ${JSON.stringify(value)}`);
+  return seconds;
+}
+
 function postgresUrl(value: string | undefined): string | undefined {
   if (!value) return undefined;
   let url: URL;
@@ -134,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serverUrl,
     databaseUrl: postgresUrl(env.DATABASE_URL),
     databaseWaitSeconds: integer('DATABASE_WAIT_SECONDS', env.DATABASE_WAIT_SECONDS, 30)!,
+    databaseLockWaitSeconds: lockWaitSeconds(env.DATABASE_LOCK_WAIT_SECONDS),
     embeddedPostgresPort: port('EMBEDDED_POSTGRES_PORT', env.EMBEDDED_POSTGRES_PORT),
     dataDir: resolve(env.DATA_DIR || './data'),
     invitationLinkValidityMinutes: integer('INVITATION_LINK_VALIDITY_MINUTES', env.INVITATION_LINK_VALIDITY_MINUTES, 14400)!,

@@ -22,19 +22,27 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions =
+/** How long a statement waits for a lock before PostgreSQL gives up (55P03); 0 or unset: no limit. */
+interface PoolOptions {
+  lockWaitSeconds?: number;
+}
+
+export type DatabaseOptions = PoolOptions &
+  (
   | { databaseUrl: string; waitSeconds?: number; log?: (line: string) => void }
   /**
    * The embedded PostgreSQL under dataDir. The server owns it (one server per data directory; it
    * stops PostgreSQL when it stops); a tool only borrows it, and stops it afterwards only when it
    * started it and no server has come up meanwhile.
    */
-  | { dataDir: string; owner: 'server' | 'tool'; tcpPort?: number; log?: (line: string) => void };
+  | { dataDir: string; owner: 'server' | 'tool'; tcpPort?: number; log?: (line: string) => void }
+  );
 
 export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log?: (line: string) => void): DatabaseOptions {
+  const lockWaitSeconds = config.databaseLockWaitSeconds;
   return config.databaseUrl
-    ? { databaseUrl: config.databaseUrl, waitSeconds: config.databaseWaitSeconds, log }
-    : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, log };
+    ? { databaseUrl: config.databaseUrl, waitSeconds: config.databaseWaitSeconds, lockWaitSeconds, log }
+    : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, lockWaitSeconds, log };
 }
 
 /** Connections per process (node-postgres's default); several processes share one PostgreSQL. */
@@ -47,14 +55,15 @@ const SERVER_LOCK_KEY = 7_294_015_332;
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if ('databaseUrl' in options) {
     await waitForPostgres(options.databaseUrl, options.waitSeconds ?? 0, options.log ?? (() => {}));
-    return openPostgres(options.databaseUrl, 'external', async () => {});
+    return openPostgres(options.databaseUrl, 'external', options, async () => {});
   }
   return openEmbedded(options);
 }
 
-async function openPostgres(connectionString: string, kind: Database['kind'], afterClose: () => Promise<void>): Promise<Database> {
+async function openPostgres(connectionString: string, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
   await migrateOnce(connectionString);
-  const pool = new pg.Pool({ connectionString, max: POOL_SIZE });
+  // lock_timeout travels with each connection's start-up, so every transaction (Prisma's and ours) has it.
+  const pool = new pg.Pool({ connectionString, max: POOL_SIZE, lock_timeout: (options.lockWaitSeconds ?? 0) * 1000 });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
   pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
@@ -131,9 +140,9 @@ async function openEmbedded(options: Extract<DatabaseOptions, { dataDir: string 
   const embedded = await startEmbeddedPostgres(options.dataDir, { tcpPort: options.tcpPort, log: options.log });
   try {
     await createDatabaseIfMissing(embedded.url);
-    if (options.owner === 'tool') return await openPostgres(embedded.url, 'embedded', () => stopIfNoServer(embedded));
+    if (options.owner === 'tool') return await openPostgres(embedded.url, 'embedded', options, () => stopIfNoServer(embedded));
     const serverLock = await takeServerLock(embedded, options.dataDir);
-    return await openPostgres(embedded.url, 'embedded', async () => {
+    return await openPostgres(embedded.url, 'embedded', options, async () => {
       await serverLock.end();
       await embedded.stop();
     });

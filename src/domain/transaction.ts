@@ -1,8 +1,9 @@
 // The one way services run a transaction: generous waits (requests queue on the organization's row
-// lock), and a bounded retry when PostgreSQL gives up on it (serialization failure, deadlock), so
+// lock, up to DATABASE_LOCK_WAIT_SECONDS, then answer 503), and a bounded retry when PostgreSQL gives up on it (serialization failure, deadlock), so
 // that a race never surfaces as a 500. Every transaction that locks rows locks the organization's
 // row first, which keeps deadlocks out in the first place; the retry is the safety net.
 import type { Prisma } from '../db/database.js';
+import { hasErrorCode } from '../db/error-chain.js';
 import type { Sql } from '../db/sql.js';
 import type { Transaction } from './email/outbox.js';
 
@@ -10,13 +11,7 @@ const RETRYABLE_CODES = new Set(['P2034', '40001', '40P01']);
 export const MAX_TRANSACTION_ATTEMPTS = 4;
 
 /** Whether the error (or any error it wraps) is a serialization failure or a deadlock. */
-export function isRetryable(error: unknown, depth = 0): boolean {
-  if (!error || typeof error !== 'object' || depth > 5) return false;
-  const { code, originalCode, meta, cause } = error as Record<string, unknown>;
-  if (RETRYABLE_CODES.has(String(code)) || RETRYABLE_CODES.has(String(originalCode))) return true;
-  const adapterError = (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  return isRetryable(adapterError, depth + 1) || isRetryable(cause, depth + 1);
-}
+export const isRetryable = (error: unknown) => hasErrorCode(error, RETRYABLE_CODES);
 
 async function withRetries<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {

@@ -81,6 +81,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
+    // The runtime's Response (under @hono/node-server, its lightweight one, which writes a string body
+    // straight to the socket) rather than Yoga's ponyfill, whose body the adapter would read as a stream.
+    fetchAPI: { Response: globalThis.Response },
     landingPage: false,
     // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).
     graphiql: false,

@@ -24,6 +24,8 @@ const tooLarge = (limit: string) => () => jsonResponse({ result: 'error', msg: `
 /** A body needs a length or a transfer encoding (RFC 9112 section 6.3). */
 const mayHaveBody = (c: Context) => (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
 
+const ACCEPTS_COMPRESSION = /\b(?:gzip|deflate)\b/i;
+
 const isMultipart = (request: Request) => /^multipart\/form-data/i.test(request.headers.get('content-type') ?? '');
 
 /** The peer's address (no proxy headers are trusted); empty when served in-process. */
@@ -73,8 +75,11 @@ export function createApp(app: AppContext): Hono {
     if (c.req.path === '/graphql' && isMultipart(c.req.raw)) return graphqlUploadLimit(c, next);
     return standardLimit(c, next);
   });
-  // gzip or deflate as the client accepts, streamed; bodies under 1 KiB that declare their length stay as they are.
-  http.use(compress());
+  // gzip or deflate as the client accepts, streamed; bodies under 1 KiB that declare their length stay
+  // as they are. Only for clients that accept either: the middleware rebuilds every response it
+  // looks at as a stream (to add Vary), which made a large JSON body cost twice its serialization.
+  const compression = compress();
+  http.use((c, next) => (ACCEPTS_COMPRESSION.test(c.req.header('accept-encoding') ?? '') ? compression(c, next) : next()));
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);

@@ -3,6 +3,7 @@
 // waiting on connections; a probe every second turns it back up (one log line) when it answers.
 import type { Prisma } from '../db/database.js';
 import type { Logger } from '../logging.js';
+import { hasErrorCode, someErrorInChain } from '../db/error-chain.js';
 import { jsonResponse } from '../rest/envelope.js';
 
 /** Connection-level failures: PostgreSQL gone, refusing, restarting or out of connections. */
@@ -15,14 +16,15 @@ const UNAVAILABLE_CODES = new Set([
 const UNAVAILABLE_TEXT = /Connection terminated|connection (?:is )?closed|ECONNREFUSED|ECONNRESET|Can't reach database/i;
 
 /** Whether the error (or any error it wraps) says the database cannot be reached. */
-export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
-  if (!error || typeof error !== 'object' || depth > 6) return false;
-  const { code, kind, originalCode, meta, cause, message } = error as Record<string, unknown>;
-  if ([code, kind, originalCode].some((value) => UNAVAILABLE_CODES.has(String(value)))) return true;
-  if (typeof message === 'string' && UNAVAILABLE_TEXT.test(message)) return true;
-  const adapterError = (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  return isDatabaseUnavailable(adapterError, depth + 1) || isDatabaseUnavailable(cause, depth + 1);
-}
+export const isDatabaseUnavailable = (error: unknown) =>
+  someErrorInChain(
+    error,
+    ({ code, kind, originalCode, message }) =>
+      [code, kind, originalCode].some((value) => UNAVAILABLE_CODES.has(String(value))) || (typeof message === 'string' && UNAVAILABLE_TEXT.test(message)),
+  );
+
+/** A lock not granted within the lock timeout (DATABASE_LOCK_WAIT_SECONDS): the database is busy, not down. */
+const BUSY_CODES = new Set(['55P03']);
 
 export const RETRY_AFTER_SECONDS = 5;
 export const UNAVAILABLE_MESSAGE = 'The database is unavailable; try again shortly.';
@@ -47,8 +49,15 @@ export class DatabaseStatus {
     return this.downCause;
   }
 
-  /** Call with any error a request met; returns whether it was the database being unreachable. */
+  /**
+   * Call with any error a request met; returns whether the request answers 503: the database is
+   * unreachable (recorded until a probe finds it back) or did not grant a lock in time (this request only).
+   */
   noteFailure(error: unknown): boolean {
+    if (hasErrorCode(error, BUSY_CODES)) {
+      this.log.warn({ cause: describe(error) }, 'database lock not granted in time: answering 503');
+      return true;
+    }
     if (!isDatabaseUnavailable(error)) return false;
     if (this.downCause === null) {
       this.downCause = `database unreachable: ${describe(error)}`;

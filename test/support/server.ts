@@ -24,7 +24,7 @@ export function testDatabaseUrl(): Promise<string> {
 export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = { outbox: false }): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-test-'));
   const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ...overrides };
-  const server = await startServer(config, { databaseUrl: await testDatabaseUrl() }, options);
+  const server = await startServer(config, { databaseUrl: await testDatabaseUrl(), lockWaitSeconds: config.databaseLockWaitSeconds }, options);
   if (!overrides.serverUrl) server.app.config.serverUrl = server.url;
   const close = server.close.bind(server);
   server.close = async () => {

@@ -1,10 +1,10 @@
-import { attachmentUrl, listOwnAttachments, type OwnAttachment } from '../../domain/attachments/attachments.js';
+import { attachmentUrl, listOwnAttachmentsWithMessages, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { unixSeconds } from './scalars.js';
 
-export type AttachmentShape = OwnAttachment;
+export type AttachmentShape = OwnAttachmentWithMessages;
 
 export interface AttachmentListShape {
   attachments: AttachmentShape[];
@@ -33,7 +33,7 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
     messageIds: t.field({
       type: ['Int'],
       description: 'Messages, by any user of the organization, that reference the file.',
-      resolve: (a) => a.messages.map((m) => m.id),
+      resolve: (a) => a.messageIds,
     }),
     messages: t.field({
       type: [AttachmentMessage],
@@ -69,6 +69,6 @@ builder.queryField('attachments', (t) =>
   t.field({
     type: AttachmentList,
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
-    resolve: (_root, _args, context) => listOwnAttachments(context.app.sql, actorOf(context)),
+    resolve: (_root, _args, context) => listOwnAttachmentsWithMessages(context.app.sql, actorOf(context)),
   }),
 );

@@ -52,7 +52,7 @@ builder.mutationField('uploadFile', (t) =>
       asResult(async () => {
         const { attachment, filename } = await uploadFile(context.app, actorOf(context), incomingFile(args.file));
         // A new upload is linked from no message yet.
-        return { attachment: { ...attachment, messages: [] }, filename };
+        return { attachment: { ...attachment, messageIds: [], messages: [] }, filename };
       }),
   }),
 );

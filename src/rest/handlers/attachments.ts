@@ -28,7 +28,7 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
         path_id: a.pathId,
         size: jsonInteger(a.size),
         create_time: unixSeconds(a.createTime),
-        message_ids: a.messages.map((m) => m.id),
+        message_ids: a.messageIds,
       })),
       upload_space_used: jsonInteger(uploadSpaceUsed),
     },
