@@ -44,7 +44,7 @@ interface ClaimedEmail {
 const MIN_SLEEP_MS = 50;
 const OBSERVATION_MS = 100;
 const BUSY_UTILIZATION = 0.5;
-const MAX_DEFERRAL_MS = 2_000;
+const MAX_DEFERRAL_MS = 10_000;
 
 export class OutboxWorker {
   private readonly options: OutboxOptions;
