@@ -1,7 +1,8 @@
 // The one way services run a transaction: generous waits (requests queue on the organization's row
-// lock, up to DATABASE_LOCK_WAIT_SECONDS, then answer 503), and a bounded retry when PostgreSQL gives up on it (serialization failure, deadlock), so
-// that a race never surfaces as a 500. Every transaction that locks rows locks the organization's
-// row first, which keeps deadlocks out in the first place; the retry is the safety net.
+// lock, up to DATABASE_LOCK_WAIT_SECONDS, then answer 503), and a bounded retry when PostgreSQL
+// gives up on it (serialization failure, deadlock), so that a race never surfaces as a 500. Every
+// transaction that locks rows locks the organization's row first, which keeps deadlocks out in the
+// first place; the retry is the safety net.
 import type { Prisma } from '../db/database.js';
 import { hasErrorCode } from '../db/error-chain.js';
 import type { Sql } from '../db/sql.js';
