@@ -30,10 +30,14 @@ export class DirectoryStorage implements FileStorage {
     await mkdir(dirname(path), { recursive: true });
     // Written under a temporary name and renamed when complete: a reader never sees half a file.
     const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
+    const out = createWriteStream(partial, { flags: 'wx' });
     try {
-      await pipeline(body, createWriteStream(partial, { flags: 'wx' }));
+      await pipeline(body, out);
       await rename(partial, path);
     } catch (error) {
+      // A body that fails at once can fail before the file is even opened: the stream still creates
+      // it, then closes. Removing it before the close would leave it behind.
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       await rm(partial, { force: true });
       await this.removeEmptyParents(path);
       throw error;
