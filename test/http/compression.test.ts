@@ -45,6 +45,9 @@ test('a large REST answer is compressed, a small one is not, and HEAD never is',
   const large = await raw('/api/v1/realm/emoji', auth);
   const plain = await raw('/api/v1/realm/emoji', { authorization: world.users.owner.auth });
   expect(plain.body.length).toBeGreaterThan(1024);
+  // A client that does not ask gets the plain body with its length declared.
+  expect(plain.headers['content-encoding']).toBeUndefined();
+  expect(plain.headers['content-length']).toBe(String(plain.body.length));
   expect(large.headers['content-encoding']).toBe('gzip');
   // Only the Expires header (a date) may differ between two answers: compare the decoded JSON.
   expect(JSON.parse(gunzipSync(large.body).toString())).toEqual(JSON.parse(plain.body.toString()));
