@@ -6,7 +6,7 @@ import { PrismaClient } from '../generated/prisma/client.js';
 import type { Config } from '../config.js';
 import { StartupError } from '../startup-error.js';
 import { logger } from '../logging.js';
-import { sqlOver, type Sql } from './sql.js';
+import { SQL_TYPE_PARSERS, sqlOver, type Sql } from './sql.js';
 import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
 
@@ -63,7 +63,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 async function openPostgres(connectionString: string, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
   await migrateOnce(connectionString);
   // lock_timeout travels with each connection's start-up, so every transaction (Prisma's and ours) has it.
-  const pool = new pg.Pool({ connectionString, max: POOL_SIZE, lock_timeout: (options.lockWaitSeconds ?? 0) * 1000 });
+  const pool = new pg.Pool({ connectionString, max: POOL_SIZE, lock_timeout: (options.lockWaitSeconds ?? 0) * 1000, types: SQL_TYPE_PARSERS });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
   pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));

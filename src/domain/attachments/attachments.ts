@@ -20,22 +20,32 @@ export interface AttachmentRecord {
 /** The seed's file URL: {server_url}/user_uploads/<path_id>. */
 export const attachmentUrl = (serverUrl: string, pathId: string) => `${serverUrl}/user_uploads/${pathId}`;
 
+/** A message linking to a file: its id and send time in UNIX seconds. */
 export interface LinkedMessage {
   id: number;
-  dateSent: Date;
+  dateSent: number;
 }
 
-export interface OwnAttachment extends AttachmentRecord {
+/**
+ * One of the caller's files as both doors list it, times already in UNIX seconds (whole seconds,
+ * truncated): the list is the settings page's hot path, so PostgreSQL converts them rather than
+ * every request building a date per file and per message.
+ */
+export interface ListedAttachment extends Omit<AttachmentRecord, 'createTime'> {
+  createTime: number;
+}
+
+export interface OwnAttachment extends ListedAttachment {
   /** The messages (any sender's) that link to the file, by ascending id. */
   messageIds: number[];
 }
 
-export interface OwnAttachmentWithMessages extends OwnAttachment {
-  /** The same messages with their send times. */
+export interface OwnAttachmentWithMessages extends ListedAttachment {
+  /** The messages (any sender's) that link to the file, by ascending id, with their send times. */
   messages: LinkedMessage[];
 }
 
-export interface OwnAttachments<A extends OwnAttachment> {
+export interface OwnAttachments<A extends ListedAttachment> {
   attachments: A[];
   /** Every owner's files of the organization, from its counter. */
   uploadSpaceUsed: bigint;
@@ -51,7 +61,7 @@ interface OwnAttachmentRow {
   pathId: string;
   /** Text: a number would lose bytes past 2^53. */
   size: string;
-  /** Epoch milliseconds, as the messages' send times. */
+  /** UNIX seconds, as the messages' send times. */
   createTime: number;
   messageIds: number[];
   messageTimes?: number[];
@@ -64,19 +74,17 @@ interface OwnAttachmentRow {
  * page's hot path, so it is hand-written.
  */
 export async function listOwnAttachments(sql: Sql, actor: Actor): Promise<OwnAttachments<OwnAttachment>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS, (row) => ({ ...attachmentRecord(row), messageIds: row.messageIds }));
+  return ownAttachments(sql, actor, OWN_ATTACHMENTS, (row) => listed(row, { messageIds: row.messageIds }));
 }
 
 /** The same list, each file with its messages' send times (one statement as well). */
 export async function listOwnAttachmentsWithMessages(sql: Sql, actor: Actor): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS_WITH_MESSAGES, (row) => ({
-    ...attachmentRecord(row),
-    messageIds: row.messageIds,
-    messages: row.messageIds.map((id, i) => ({ id, dateSent: new Date(row.messageTimes![i]!) })),
-  }));
+  return ownAttachments(sql, actor, OWN_ATTACHMENTS_WITH_MESSAGES, (row) =>
+    listed(row, { messages: row.messageIds.map((id, i) => ({ id, dateSent: row.messageTimes![i]! })) }),
+  );
 }
 
-async function ownAttachments<A extends OwnAttachment>(
+async function ownAttachments<A extends ListedAttachment>(
   sql: Sql,
   actor: Actor,
   statement: string,
@@ -92,12 +100,13 @@ async function ownAttachments<A extends OwnAttachment>(
   };
 }
 
-const attachmentRecord = (row: OwnAttachmentRow): AttachmentRecord => ({
+const listed = <Extra extends object>(row: OwnAttachmentRow, extra: Extra): ListedAttachment & Extra => ({
   id: row.id!,
   name: row.name,
   pathId: row.pathId,
   size: BigInt(row.size),
-  createTime: new Date(row.createTime),
+  createTime: row.createTime,
+  ...extra,
 });
 
 // Rows with arrays, not JSON: building JSON made PostgreSQL's share of the request three times the
@@ -108,11 +117,11 @@ const ownAttachmentsStatement = (withMessages: boolean) => `
   SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb", own.*
     FROM organization o
     LEFT JOIN LATERAL (
-      SELECT a.id, a.name, a."pathId", a.size::text AS size, round(date_part('epoch', a."createTime") * 1000) AS "createTime",
+      SELECT a.id, a.name, a."pathId", a.size::text AS size, floor(date_part('epoch', a."createTime")) AS "createTime",
              ${
                withMessages
                  ? `coalesce(array_agg(m.id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') AS "messageIds",
-                    coalesce(array_agg(round(date_part('epoch', m."dateSent") * 1000) ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') AS "messageTimes"`
+                    coalesce(array_agg(floor(date_part('epoch', m."dateSent")) ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') AS "messageTimes"`
                  : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}') AS "messageIds"`
              }
         FROM attachment a

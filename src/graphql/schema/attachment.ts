@@ -1,8 +1,7 @@
-import { attachmentUrl, listOwnAttachmentsWithMessages, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
+import { attachmentUrl, listOwnAttachmentsWithMessages, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
-import { unixSeconds } from './scalars.js';
 
 export type AttachmentShape = OwnAttachmentWithMessages;
 
@@ -12,10 +11,10 @@ export interface AttachmentListShape {
   uploadQuota: bigint | null;
 }
 
-export const AttachmentMessage = builder.objectRef<{ id: number; dateSent: Date }>('AttachmentMessage').implement({
+export const AttachmentMessage = builder.objectRef<LinkedMessage>('AttachmentMessage').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
-    dateSent: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (m) => unixSeconds(m.dateSent) }),
+    dateSent: t.expose('dateSent', { type: 'SafeInt', description: 'UNIX time in seconds.' }),
   }),
 });
 
@@ -29,11 +28,11 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
       resolve: (a, _args, context) => attachmentUrl(context.app.config.serverUrl, a.pathId),
     }),
     size: t.field({ type: 'SafeInt', description: 'Bytes.', resolve: (a) => a.size }),
-    createTime: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (a) => unixSeconds(a.createTime) }),
+    createTime: t.expose('createTime', { type: 'SafeInt', description: 'UNIX time in seconds.' }),
     messageIds: t.field({
       type: ['Int'],
       description: 'Messages, by any user of the organization, that reference the file.',
-      resolve: (a) => a.messageIds,
+      resolve: (a) => a.messages.map((m) => m.id),
     }),
     messages: t.field({
       type: [AttachmentMessage],

@@ -5,6 +5,7 @@ import { uploadFile, type IncomingFile } from '../../domain/uploads/upload-file.
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { Attachment, type AttachmentShape } from './attachment.js';
+import { unixSeconds } from './scalars.js';
 import { BadRequestError, asResult, type ErrorShape } from './errors.js';
 
 /** A multipart request's file as the services take it. */
@@ -52,7 +53,7 @@ builder.mutationField('uploadFile', (t) =>
       asResult(async () => {
         const { attachment, filename } = await uploadFile(context.app, actorOf(context), incomingFile(args.file));
         // A new upload is linked from no message yet.
-        return { attachment: { ...attachment, messageIds: [], messages: [] }, filename };
+        return { attachment: { ...attachment, createTime: unixSeconds(attachment.createTime), messages: [] }, filename };
       }),
   }),
 );

@@ -1,7 +1,6 @@
 // GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
 // attachments service.
 import { deleteOwnAttachment, listOwnAttachments } from '../../domain/attachments/attachments.js';
-import { unixSeconds } from '../../domain/time.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
@@ -27,7 +26,7 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
         name: a.name,
         path_id: a.pathId,
         size: jsonInteger(a.size),
-        create_time: unixSeconds(a.createTime),
+        create_time: a.createTime,
         message_ids: a.messageIds,
       })),
       upload_space_used: jsonInteger(uploadSpaceUsed),

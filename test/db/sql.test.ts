@@ -1,0 +1,32 @@
+// The hand-written statements' driver settings: number arrays parsed by the fast path, everything
+// else (NULL elements, other types) exactly as the driver parses it.
+import pg from 'pg';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { SQL_TYPE_PARSERS, sqlOver, type Sql } from '../../src/db/sql.js';
+import { testDatabaseUrl } from '../support/server.js';
+
+let pool: pg.Pool;
+let sql: Sql;
+beforeAll(async () => {
+  pool = new pg.Pool({ connectionString: await testDatabaseUrl(), types: SQL_TYPE_PARSERS });
+  sql = sqlOver(pool);
+});
+afterAll(() => pool?.end());
+
+test('int4[] and float8[] become arrays of numbers, empty ones included', async () => {
+  const [row] = await sql.rows(
+    `SELECT '{}'::int4[] AS empty, ARRAY[1, -2, 2147483647]::int4[] AS ints,
+            ARRAY[1.5, -0.25, 1793003216, 2e20]::float8[] AS floats, '{}'::float8[] AS "emptyFloats"`,
+    [],
+  );
+  expect(row).toEqual({ empty: [], ints: [1, -2, 2147483647], floats: [1.5, -0.25, 1793003216, 2e20], emptyFloats: [] });
+});
+
+test('arrays with NULL, NaN or infinities, and other types, are parsed by the driver', async () => {
+  const [row] = await sql.rows<Record<string, unknown>>(
+    `SELECT ARRAY[1, NULL]::int4[] AS "withNull", ARRAY['NaN', 'Infinity', '-Infinity']::float8[] AS specials,
+            ARRAY[9007199254740993]::int8[] AS bigs, ARRAY['a,b', 'N']::text[] AS texts, 7::int4 AS scalar`,
+    [],
+  );
+  expect(row).toEqual({ withNull: [1, null], specials: [NaN, Infinity, -Infinity], bigs: ['9007199254740993'], texts: ['a,b', 'N'], scalar: 7 });
+});
