@@ -51,4 +51,29 @@ describe('foundation', () => {
     expect({ status: graphql.status, body: await graphql.json() }).toEqual({ status: 413, body: tooLarge });
     expect(await server.app.prisma.invitation.count({ where: { organizationId: world.org.id } })).toBe(0);
   });
+
+  test('a chunked body (no declared length) is counted as it arrives: under 1 MiB read, over it refused', async () => {
+    const world = await createWorld(server.app.prisma);
+    const chunked = (text: string) => {
+      const bytes = new TextEncoder().encode(text);
+      const body = new ReadableStream({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 64 * 1024) controller.enqueue(bytes.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      });
+      const headers = { authorization: world.users.owner.auth, 'content-type': 'application/x-www-form-urlencoded' };
+      return fetch(`${server.url}/api/v1/invites`, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+    };
+    // The small one first: the server closes a connection whose refused body it did not read.
+    const accepted = await chunked(new URLSearchParams({ invitee_emails: 'chunked@elsewhere.example', stream_ids: '[]' }).toString());
+    expect({ status: accepted.status, body: await accepted.json() }).toEqual({ status: 200, body: { result: 'success', msg: '' } });
+    const huge = Array.from({ length: 60_000 }, (_, i) => `person${i}@elsewhere.example`).join(',');
+    const refused = await chunked(new URLSearchParams({ invitee_emails: huge, stream_ids: '[]' }).toString());
+    expect({ status: refused.status, body: await refused.json() }).toEqual({
+      status: 413,
+      body: { result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' },
+    });
+    expect(await server.app.prisma.invitation.count({ where: { organizationId: world.org.id } })).toBe(1);
+  });
 });

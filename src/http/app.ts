@@ -1,7 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
 // health check, JSON 404s; a request id and one log line per request; JSON 503s while the database
 // is unreachable.
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
@@ -20,6 +20,21 @@ import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = (limit: string) => () => jsonResponse({ result: 'error', msg: `Request body too large (limit: ${limit})`, code: 'BAD_REQUEST' }, 413);
+
+/**
+ * At most `maxBytes` of body. A declared length is checked from the headers alone (Node's parser
+ * never delivers more than it declares): hono's bodyLimit looks at the request's body, which builds
+ * a full fetch Request (stream, abort signal) and takes the body off the adapter's direct path to
+ * text() and json(). Chunked bodies are counted by hono's bodyLimit as they arrive.
+ */
+function bodyLimitOf(maxBytes: number, label: string): MiddlewareHandler {
+  const onError = tooLarge(label);
+  const counted = bodyLimit({ maxSize: maxBytes, onError });
+  return (c, next) => {
+    if (c.req.header('transfer-encoding') !== undefined) return counted(c, next);
+    return Number(c.req.header('content-length') ?? '0') > maxBytes ? Promise.resolve(onError()) : next();
+  };
+}
 
 /** A body needs a length or a transfer encoding (RFC 9112 section 6.3). */
 const mayHaveBody = (c: Context) => (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
@@ -61,11 +76,11 @@ export function createApp(app: AppContext): Hono {
       log.info({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
     });
   });
-  const standardLimit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge('1 MiB') });
+  const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
   // GraphQL multipart requests are parsed whole before the resolver runs: one largest file and 1 MiB more.
   const { maxFileUploadSizeMib, maxEmojiFileSizeMib } = app.config.uploads;
   const graphqlUploadMib = Math.max(maxFileUploadSizeMib, maxEmojiFileSizeMib) + 1;
-  const graphqlUploadLimit = bodyLimit({ maxSize: graphqlUploadMib * 1024 * 1024, onError: tooLarge(`${graphqlUploadMib} MiB`) });
+  const graphqlUploadLimit = bodyLimitOf(graphqlUploadMib * 1024 * 1024, `${graphqlUploadMib} MiB`);
   http.use((c, next) => {
     // Most requests carry no body; checking for one through the request object would build a full
     // fetch Request (stream, abort signal) for each of them.

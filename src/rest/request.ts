@@ -29,8 +29,10 @@ export async function readParams(request: Request): Promise<Map<string, string>>
 
 async function readForm(request: Request): Promise<[string, string][]> {
   const type = request.headers.get('content-type') ?? '';
-  if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type)) return [];
   try {
+    // What formData() does for this type, without building a FormData from a fetch body stream.
+    if (/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return [...new URLSearchParams(await request.text())];
+    if (!/^multipart\/form-data/i.test(type)) return [];
     const form = await request.formData();
     return [...form.entries()].filter((entry): entry is [string, string] => typeof entry[1] === 'string');
   } catch {
