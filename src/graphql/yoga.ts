@@ -6,8 +6,8 @@ import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
-import { RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, type DatabaseStatus } from '../http/database-status.js';
-import { logger } from '../logging.js';
+import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
+import { logger, type Logger } from '../logging.js';
 import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
@@ -38,6 +38,18 @@ async function identifyCaller(app: AppContext, request: Request, clientAddress: 
     throw error;
   }
 }
+
+/**
+ * Yoga's own log lines, through ours. Its error lines repeat each error maskError (below) replaced,
+ * which maskError has already logged at the level it deserves (an unexpected error at error, a busy
+ * database at warn) with the request's id: they go to debug.
+ */
+const yogaLogging = (log: Logger) => ({
+  debug: (...args: unknown[]) => log.debug({ yoga: args }, 'graphql-yoga'),
+  info: (...args: unknown[]) => log.info({ yoga: args }, 'graphql-yoga'),
+  warn: (...args: unknown[]) => log.warn({ yoga: args }, 'graphql-yoga'),
+  error: (error: unknown) => log.debug({ err: error }, 'graphql-yoga: an error replaced by maskError'),
+});
 
 /** GET never changes anything (mutations over GET are refused), so only other methods need the header. */
 function csrfPrevention(): Plugin {
@@ -85,6 +97,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     // straight to the socket) rather than Yoga's ponyfill, whose body the adapter would read as a stream.
     fetchAPI: { Response: globalThis.Response },
     landingPage: false,
+    logging: yogaLogging(app.log ?? logger),
     // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).
     graphiql: false,
     // Cross-origin access is decided once for both doors (src/http/cross-origin.ts).
@@ -95,8 +108,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = (error as { originalError?: unknown }).originalError ?? error;
-        if (database.noteFailure(original)) {
-          return createGraphQLError(UNAVAILABLE_MESSAGE, {
+        const unavailable = database.noteFailure(original);
+        if (unavailable) {
+          return createGraphQLError(unavailable, {
             extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
           });
         }

@@ -49,8 +49,8 @@ export function clientAddress(c: Context): string {
   return incoming?.socket?.remoteAddress ?? '';
 }
 
-const graphqlUnavailable = () =>
-  new Response(JSON.stringify({ errors: [{ message: UNAVAILABLE_MESSAGE, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }), {
+const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
+  new Response(JSON.stringify({ errors: [{ message, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }), {
     status: 503,
     headers: { 'Content-Type': 'application/json', 'Retry-After': String(RETRY_AFTER_SECONDS) },
   });
@@ -102,14 +102,15 @@ export function createApp(app: AppContext): Hono {
   http.use(`${API_PREFIX}/*`, async (c, next) => (database.cause ? unavailableResponse() : next()));
   http.use('/graphql', async (c, next) => (database.cause && !c.req.header('accept')?.includes('text/html') ? graphqlUnavailable() : next()));
   http.get('/health', async () =>
-    (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse({ status: 'unavailable', cause: database.cause }),
+    (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse(UNAVAILABLE_MESSAGE, { status: 'unavailable', cause: database.cause }),
   );
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       return await graphql.handle(c.req.raw, clientAddress(c));
     } catch (error) {
-      if (database.noteFailure(error)) return graphqlUnavailable();
+      const unavailable = database.noteFailure(error);
+      if (unavailable) return graphqlUnavailable(unavailable);
       throw error;
     }
   });
@@ -118,7 +119,8 @@ export function createApp(app: AppContext): Hono {
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error) => {
-    if (database.noteFailure(error)) return unavailableResponse();
+    const unavailable = database.noteFailure(error);
+    if (unavailable) return unavailableResponse(unavailable);
     log.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });

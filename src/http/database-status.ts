@@ -28,10 +28,11 @@ const BUSY_CODES = new Set(['55P03']);
 
 export const RETRY_AFTER_SECONDS = 5;
 export const UNAVAILABLE_MESSAGE = 'The database is unavailable; try again shortly.';
+export const BUSY_MESSAGE = 'The database is busy; try again shortly.';
 
 /** The REST door's 503 (and /health's, with its cause). */
-export const unavailableResponse = (extra: Record<string, unknown> = {}) =>
-  jsonResponse({ result: 'error', msg: UNAVAILABLE_MESSAGE, ...extra, code: 'BAD_REQUEST' }, 503, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+export const unavailableResponse = (message = UNAVAILABLE_MESSAGE, extra: Record<string, unknown> = {}) =>
+  jsonResponse({ result: 'error', msg: message, ...extra, code: 'BAD_REQUEST' }, 503, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
 const PROBE_INTERVAL_MS = 1000;
 
 export class DatabaseStatus {
@@ -50,21 +51,22 @@ export class DatabaseStatus {
   }
 
   /**
-   * Call with any error a request met; returns whether the request answers 503: the database is
-   * unreachable (recorded until a probe finds it back) or did not grant a lock in time (this request only).
+   * Call with any error a request met; returns the message of the 503 the request answers, or null
+   * for other errors: the database is unreachable (recorded until a probe finds it back) or did not
+   * grant a lock in time (busy: this request only).
    */
-  noteFailure(error: unknown): boolean {
+  noteFailure(error: unknown): string | null {
     if (hasErrorCode(error, BUSY_CODES)) {
       this.log.warn({ cause: describe(error) }, 'database lock not granted in time: answering 503');
-      return true;
+      return BUSY_MESSAGE;
     }
-    if (!isDatabaseUnavailable(error)) return false;
+    if (!isDatabaseUnavailable(error)) return null;
     if (this.downCause === null) {
       this.downCause = `database unreachable: ${describe(error)}`;
       this.log.error({ cause: this.downCause }, 'database unavailable: answering 503 until it is back');
       this.scheduleProbe();
     }
-    return true;
+    return UNAVAILABLE_MESSAGE;
   }
 
   /** Asks the database now; returns whether it answered (and records the change either way). */
@@ -72,7 +74,7 @@ export class DatabaseStatus {
     try {
       await this.prisma.$queryRaw`SELECT 1`;
     } catch (error) {
-      if (!this.noteFailure(error)) throw error;
+      if (this.noteFailure(error) === null) throw error;
       return false;
     }
     if (this.downCause !== null) {

@@ -64,7 +64,8 @@ export async function dispatchRest(routes: RestRoute[], request: Request, app: A
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    if (options.database?.noteFailure(error)) return unavailableResponse();
+    const unavailable = options.database?.noteFailure(error);
+    if (unavailable) return unavailableResponse(unavailable);
     (app.log ?? logger).error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   }

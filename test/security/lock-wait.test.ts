@@ -1,22 +1,42 @@
 // A request never waits for a lock forever: while another connection holds the organization's row
 // longer than DATABASE_LOCK_WAIT_SECONDS, invitations (the driver's transaction and Prisma's) answer a
-// JSON 503 with Retry-After, write nothing, and the database is not taken for down.
+// JSON 503 with Retry-After ("busy", not the outage's message), write nothing, and the database is
+// not taken for down; the log has one warning per refusal and no error.
+import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
+import { createLogger } from '../../src/logging.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { postInvites, storedInvitations } from '../support/invites.js';
 import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
+const lines: { level: number; msg: string }[] = [];
+const capture = new Writable({
+  write(chunk, _encoding, done) {
+    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+    done();
+  },
+});
+
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ databaseLockWaitSeconds: 1 });
+  server = await startTestServer({ databaseLockWaitSeconds: 1 }, { outbox: false, logger: createLogger({ level: 'debug', destination: capture }) });
 });
 afterAll(() => server.close());
 
-const BUSY_BODY = { result: 'error', msg: 'The database is unavailable; try again shortly.', code: 'BAD_REQUEST' };
+const BUSY_BODY = { result: 'error', msg: 'The database is busy; try again shortly.', code: 'BAD_REQUEST' };
+
+/** The log lines `work` wrote: all of them, and those at warn (40) or above. */
+async function warningsOf<T>(work: () => Promise<T>) {
+  const from = lines.length;
+  const result = await work();
+  const written = lines.slice(from).map(({ level, msg }) => ({ level, msg }));
+  return { result, written, warnings: written.filter((line) => line.level >= 40) };
+}
+const REFUSAL_WARNING = { level: 40, msg: 'database lock not granted in time: answering 503' };
 
 const SendInvitations = graphql(`
   mutation SendInvitationsWhileLocked($input: SendInvitationsInput!) {
@@ -47,7 +67,7 @@ async function outboxCount(w: World) {
 test('REST invitations answer 503 when the lock is not granted in time, write nothing, and work once it is free', async () => {
   const w = await createWorld(server.app.prisma);
   const fields = { invitee_emails: uniqueEmail('late'), stream_ids: '[]' };
-  const { busy, health } = await whileRowHeld(w.org.id, async () => {
+  const { result, warnings } = await warningsOf(() => whileRowHeld(w.org.id, async () => {
     const response = await fetch(`${server.url}/api/v1/invites`, {
       method: 'POST',
       headers: { authorization: w.users.admin.auth },
@@ -55,7 +75,9 @@ test('REST invitations answer 503 when the lock is not granted in time, write no
     });
     const busy = { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
     return { busy, health: (await fetch(`${server.url}/health`)).status };
-  });
+  }));
+  const { busy, health } = result;
+  expect(warnings).toEqual([REFUSAL_WARNING]);
   expect(busy).toEqual({ status: 503, retryAfter: '5', body: BUSY_BODY });
   expect(health).toBe(200);
   expect(await storedInvitations(server.app.prisma, w.org.id)).toEqual([]);
@@ -68,7 +90,10 @@ test('REST invitations answer 503 when the lock is not granted in time, write no
 test('GraphQL invitations answer 503 SERVICE_UNAVAILABLE the same way', async () => {
   const w = await createWorld(server.app.prisma);
   const input = { inviteeEmails: [uniqueEmail('late')], streamIds: [] };
-  const busy = await whileRowHeld(w.org.id, () => gql(server.url, SendInvitations, { input }, w.users.admin.auth));
+  const { result: busy, warnings, written } = await warningsOf(() => whileRowHeld(w.org.id, () => gql(server.url, SendInvitations, { input }, w.users.admin.auth)));
+  expect(warnings).toEqual([REFUSAL_WARNING]);
+  // Yoga's own report of the error it masked comes through the server's log, at debug (not printed on the console at error).
+  expect(written).toContainEqual({ level: 20, msg: 'graphql-yoga: an error replaced by maskError' });
   expect(busy).toEqual({
     status: 503,
     data: null,
