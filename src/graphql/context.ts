@@ -14,7 +14,7 @@ export interface GraphQLContext {
 }
 
 export function newContext(app: AppContext, actor: Actor | null, authError: DomainError | null): GraphQLContext {
-  return { app, actor, authError, loaders: createLoaders(app.prisma) };
+  return { app, actor, authError, loaders: createLoaders(app) };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */

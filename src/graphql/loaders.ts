@@ -1,6 +1,7 @@
 // DataLoaders, one set per request, so lists of objects load their relations in one query.
 import DataLoader from 'dataloader';
 import type { Prisma } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import { loadInvitePermissions, type InvitePermissions } from '../domain/invitations/invite-permissions.js';
 import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
@@ -13,11 +14,11 @@ export interface UserSummary {
   isBot: boolean;
 }
 
-export function createLoaders(prisma: Prisma) {
+export function createLoaders({ prisma, sql }: { prisma: Prisma; sql: Sql }) {
   return {
     /** What the actor may pick when inviting, loaded once per request for both invitable lists. */
     invitePermissions: new DataLoader<Actor, InvitePermissions, number>(
-      (actors) => Promise.all(actors.map((actor) => loadInvitePermissions(prisma, actor))),
+      (actors) => Promise.all(actors.map((actor) => loadInvitePermissions({ prisma, sql }, actor))),
       { cacheKeyFn: (actor) => actor.id },
     ),
     latestInvitationEmail: new DataLoader<number, EmailDelivery | null>(async (ids) => {

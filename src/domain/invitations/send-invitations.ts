@@ -85,7 +85,7 @@ function expiryFor(request: SendInvitationsRequest, defaultMinutes: number, now:
 export async function sendInvitations(app: AppContext, actor: Actor, request: SendInvitationsRequest): Promise<InvitationView[]> {
   assertMayUseInvitations(actor);
   assertWellFormed(request);
-  const permissions = await loadInvitePermissions(app.prisma, actor, { channelIds: request.streamIds, groupIds: request.groupIds });
+  const permissions = await loadInvitePermissions(app, actor, { channelIds: request.streamIds, groupIds: request.groupIds });
   assertMayInvite(permissions);
   assertMayInviteAs(actor, request.inviteAs);
   const emails = parseInviteeEmails(request.inviteeEmails);

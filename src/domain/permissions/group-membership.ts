@@ -1,11 +1,9 @@
 // Who holds a group setting. A setting names a group: a system group (`role:*`, membership follows
 // roles), a named group, or an anonymous one; members of subgroups (recursively) are members too.
-import type { Prisma } from '../../db/database.js';
-import type { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
+import { statementRows, type Sql } from '../../db/sql.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import { DAY_MS } from '../time.js';
 import { ROLE } from '../users/roles.js';
-
-type Db = Prisma | PrismaNamespace.TransactionClient;
 
 export interface Member {
   id: number;
@@ -37,7 +35,7 @@ function inSystemGroup(name: string, user: Member, waitingPeriodDays: number, no
  * Null ids (settings not set) contain nobody.
  */
 export async function settingsHeldBy(
-  db: Db,
+  sql: Sql,
   user: Member,
   organization: { waitingPeriodThreshold: number },
   settingGroupIds: (number | null)[],
@@ -45,7 +43,8 @@ export async function settingsHeldBy(
 ): Promise<Set<number>> {
   const roots = [...new Set(settingGroupIds.filter((id): id is number => id !== null))];
   if (roots.length === 0) return new Set();
-  const rows = await db.$queryRaw<{ root: number; name: string | null; isSystemGroup: boolean; isMember: boolean }[]>`
+  // Through the driver: every invitation asks (Prisma's raw-query path cost more than the statement).
+  const rows = await statementRows<{ root: number; name: string | null; isSystemGroup: boolean; isMember: boolean }>(sql, Prisma.sql`
     WITH RECURSIVE reach(root, id) AS (
       SELECT r, r FROM unnest(${roots}::int[]) AS r
       UNION
@@ -53,7 +52,7 @@ export async function settingsHeldBy(
     )
     SELECT reach.root, g.name, g."isSystemGroup",
            EXISTS (SELECT 1 FROM user_group_member m WHERE m."groupId" = g.id AND m."userId" = ${user.id}) AS "isMember"
-    FROM reach JOIN user_group g ON g.id = reach.id`;
+    FROM reach JOIN user_group g ON g.id = reach.id`);
   const held = new Set<number>();
   for (const row of rows) {
     const systemMatch = row.isSystemGroup && inSystemGroup(row.name ?? '', user, organization.waitingPeriodThreshold, now);
@@ -63,11 +62,11 @@ export async function settingsHeldBy(
 }
 
 export async function holdsSetting(
-  db: Db,
+  sql: Sql,
   user: Member,
   organization: { waitingPeriodThreshold: number },
   settingGroupId: number | null,
 ): Promise<boolean> {
   if (settingGroupId === null) return false;
-  return (await settingsHeldBy(db, user, organization, [settingGroupId])).has(settingGroupId);
+  return (await settingsHeldBy(sql, user, organization, [settingGroupId])).has(settingGroupId);
 }
