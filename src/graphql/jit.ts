@@ -2,19 +2,46 @@
 // of 500 attachments resolves in a fraction of graphql-js's time, because the generic walk (argument
 // values and an info object per field) is compiled away.
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { isAbstractType, type DocumentNode, type GraphQLSchema, type Source, type SourceLocation } from 'graphql';
-import { createGraphQLError, isAsyncIterable, type Plugin } from 'graphql-yoga';
+import { isAbstractType, isObjectType, type DocumentNode, type GraphQLSchema, type Source, type SourceLocation } from 'graphql';
+import { createGraphQLError, isAsyncIterable, isPromise, type Plugin } from 'graphql-yoga';
 import type { Logger } from '../logging.js';
 
+/** `callback` whose throw or rejection is logged and answered with `fallback`, never left unhandled. */
+function guarded<Args extends unknown[], Result>(log: Logger, name: string, fallback: Result, callback: (...args: Args) => Result | Promise<Result>) {
+  const recover = (error: unknown) => {
+    log.error({ err: error }, `GraphQL ${name} failed`);
+    return fallback;
+  };
+  return (...args: Args): Result | Promise<Result> => {
+    try {
+      const result = callback(...args);
+      return isPromise(result) ? result.catch(recover) : result;
+    } catch (error) {
+      return recover(error);
+    }
+  };
+}
+
 /**
- * graphql-jit calls resolveType(value, context, info) without the abstract type, which Pothos's
- * resolvers read; pass it along.
+ * Prepares the schema's type-deciding callbacks for graphql-jit:
+ * - it calls resolveType(value, context, info) without the abstract type, which Pothos's resolvers
+ *   read: passed along;
+ * - a resolveType or isTypeOf that throws (or rejects) under an asynchronous parent is left unhandled
+ *   by its compiled code: the request never answers and the process meets an unhandled rejection.
+ *   Here such a failure is logged and the value is of no type, which the answer reports as a field
+ *   error, as graphql-js would.
  */
-function withAbstractTypeArgument(schema: GraphQLSchema): void {
+function guardTypeCallbacks(schema: GraphQLSchema, log: Logger): void {
   for (const type of Object.values(schema.getTypeMap())) {
-    if (!isAbstractType(type) || !type.resolveType) continue;
-    const resolveType = type.resolveType;
-    type.resolveType = (value, context, info, abstractType) => resolveType(value, context, info, abstractType ?? type);
+    if (isAbstractType(type) && type.resolveType) {
+      const resolveType = type.resolveType;
+      type.resolveType = guarded(log, `resolveType of ${type.name}`, undefined, (value, context, info, abstractType) =>
+        resolveType(value, context, info, abstractType ?? type),
+      );
+    }
+    if (isObjectType(type) && type.isTypeOf) {
+      type.isTypeOf = guarded(log, `isTypeOf of ${type.name}`, false, type.isTypeOf);
+    }
   }
 }
 
@@ -51,7 +78,7 @@ const locatedErrors: Plugin = {
 };
 
 export function compiledExecution(schema: GraphQLSchema, log: Logger): Plugin[] {
-  withAbstractTypeArgument(schema);
+  guardTypeCallbacks(schema, log);
   const compiled = useGraphQlJit({}, { onError: (result) => log.warn({ errors: result.errors }, 'GraphQL document could not be compiled') }) as Plugin;
   return [compiled, locatedErrors];
 }
