@@ -3,12 +3,11 @@
 // A schema with such callbacks, served by Yoga with the server's compiled execution over real HTTP.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { GraphQLInt, GraphQLList, GraphQLObjectType, GraphQLSchema, GraphQLUnionType } from 'graphql';
 import { createYoga } from 'graphql-yoga';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { compiledExecution } from '../../src/graphql/jit.js';
-import { createLogger } from '../../src/logging.js';
+import { capturedLogger } from '../support/log-capture.js';
 
 interface Value {
   kind: string;
@@ -44,13 +43,7 @@ const schema = new GraphQLSchema({
   }),
 });
 
-const logged: { level: number; msg: string; err?: { message: string } }[] = [];
-const capture = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(line));
-    done();
-  },
-});
+const { logger: log, lines: logged } = capturedLogger('error');
 const unhandled: unknown[] = [];
 const noteUnhandled = (reason: unknown) => unhandled.push(reason);
 let server: Server;
@@ -58,7 +51,6 @@ let url: string;
 
 beforeAll(async () => {
   process.on('unhandledRejection', noteUnhandled);
-  const log = createLogger({ level: 'error', destination: capture });
   const yoga = createYoga({ schema, plugins: compiledExecution(schema, log), logging: false });
   server = createServer(yoga);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

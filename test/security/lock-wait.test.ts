@@ -2,28 +2,21 @@
 // longer than DATABASE_LOCK_WAIT_SECONDS, invitations (the driver's transaction and Prisma's) answer a
 // JSON 503 with Retry-After ("busy", not the outage's message), write nothing, and the database is
 // not taken for down; the log has one warning per refusal and no error.
-import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
-import { createLogger } from '../../src/logging.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
+import { capturedLogger } from '../support/log-capture.js';
 import { postInvites, storedInvitations } from '../support/invites.js';
 import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
-const lines: { level: number; msg: string }[] = [];
-const capture = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { logger, lines } = capturedLogger('debug');
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ databaseLockWaitSeconds: 1 }, { outbox: false, logger: createLogger({ level: 'debug', destination: capture }) });
+  server = await startTestServer({ databaseLockWaitSeconds: 1 }, { outbox: false, logger });
 });
 afterAll(() => server.close());
 

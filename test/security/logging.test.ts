@@ -3,23 +3,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logging.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createInvitation } from '../support/invitations.js';
+import { capturedLogger } from '../support/log-capture.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
-const raw: string[] = [];
-const capture = new Writable({
-  write(chunk, _encoding, done) {
-    raw.push(...String(chunk).split('\n').filter(Boolean));
-    done();
-  },
-});
-const lines = () => raw.map((line) => JSON.parse(line) as Record<string, unknown>);
+const { logger, raw, lines, clear } = capturedLogger('debug');
 
 let server: RunningServer;
 let dataDir: string;
@@ -28,7 +20,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-logging-'));
   server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: await testDatabaseUrl() }, {
     outbox: false,
-    logger: createLogger({ level: 'debug', destination: capture }),
+    logger,
   });
   server.app.config.serverUrl = server.url;
   w = await createWorld(server.app.prisma);
@@ -39,7 +31,7 @@ afterAll(async () => {
 });
 
 test('a request id on every line and in the response; one info line per request; no credentials', async () => {
-  raw.length = 0;
+  clear();
   const chosen = await fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: w.users.member.auth, 'x-request-id': 'client-id-42' } });
   expect(chosen.headers.get('x-request-id')).toBe('client-id-42');
   const fresh = await fetch(`${server.url}/graphql`, {
@@ -52,16 +44,15 @@ test('a request id on every line and in the response; one info line per request;
   const invitation = await createInvitation(server, w, { email: 'logged@example.net' });
   await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`);
 
-  const all = lines();
-  for (const line of all) expect(line.requestId).toEqual(expect.any(String));
-  const summaries = all.filter((line) => line.msg === 'request');
+  for (const line of lines) expect(line.requestId).toEqual(expect.any(String));
+  const summaries = lines.filter((line) => line.msg === 'request');
   expect(summaries.map((line) => [line.level, line.method, line.path, line.status])).toEqual([
     [30, 'GET', '/api/v1/users/me', 200],
     [30, 'POST', '/graphql', 200],
     [30, 'GET', '/accounts/do_confirm/:key', 200],
   ]);
   expect(summaries.slice(0, 2).map((line) => line.requestId)).toEqual(['client-id-42', freshId]);
-  expect(all.filter((line) => line.level === 20).length).toBeGreaterThanOrEqual(3);
+  expect(lines.filter((line) => line.level === 20).length).toBeGreaterThanOrEqual(3);
   const text = raw.join('\n');
   for (const secret of [w.users.member.apiKey, w.users.member.auth.slice('Basic '.length), invitation.confirmationKey]) expect(text).not.toContain(secret);
 });

@@ -4,22 +4,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logging.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { capturedLogger } from '../support/log-capture.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 import { startDatabaseProxy, type DatabaseProxy } from './tcp-proxy.js';
 
-const lines: Record<string, unknown>[] = [];
-const capture = new Writable({
-  write(chunk, _encoding, done) {
-    for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
-    done();
-  },
-});
+const { logger, lines } = capturedLogger('info');
 
 let proxy: DatabaseProxy;
 let server: RunningServer;
@@ -30,7 +23,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outage-'));
   server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: proxy.url }, {
     outbox: false,
-    logger: createLogger({ level: 'info', destination: capture }),
+    logger,
   });
   w = await createWorld(server.app.prisma);
 });
