@@ -36,6 +36,15 @@ export interface Config {
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
   allowedOrigins: string[];
   uploads: UploadsConfig;
+  /** GET /metrics; off when neither the token nor the port is set. */
+  metrics: MetricsConfig;
+}
+
+export interface MetricsConfig {
+  /** METRICS_TOKEN: /metrics on the main port, for `Authorization: Bearer <token>` (and required on METRICS_PORT too). */
+  token?: string;
+  /** METRICS_PORT: a listener of its own on HOST that serves /metrics only. */
+  port?: number;
 }
 
 export interface S3Config {
@@ -133,6 +142,21 @@ function parseOrigins(value: string | undefined): string[] {
     });
 }
 
+/** A bearer token (RFC 6750's token68 characters), long enough not to be guessed. */
+const METRICS_TOKEN = /^[A-Za-z0-9\-._~+/]{16,}=*$/;
+
+function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): MetricsConfig {
+  const token = env.METRICS_TOKEN || undefined;
+  if (token !== undefined && !METRICS_TOKEN.test(token)) {
+    throw new StartupError('METRICS_TOKEN must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (a random token: openssl rand -hex 32)');
+  }
+  const metricsPort = port('METRICS_PORT', env.METRICS_PORT);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === mainPort) {
+    throw new StartupError(`METRICS_PORT must differ from PORT (both are ${mainPort})`);
+  }
+  return { token, port: metricsPort };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const listenPort = port('PORT', env.PORT, 9991)!;
@@ -155,5 +179,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphqlLimits: readGraphQLLimits(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
     uploads: loadUploadsConfig(env),
+    metrics: metricsConfig(env, listenPort),
   };
 }

@@ -16,12 +16,16 @@ import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { createApp } from './http/app.js';
-import type { Logger } from './logging.js';
+import { logger as processLogger, type Logger } from './logging.js';
+import { metricsOnly } from './metrics/endpoint.js';
+import { createServerMetrics, instrumentServer } from './metrics/instrument.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
 export interface RunningServer {
   url: string;
+  /** http://HOST:port/metrics of METRICS_PORT's listener; undefined without METRICS_PORT. */
+  metricsUrl?: string;
   app: AppContext;
   database: Database;
   /** Null when started with `outbox: false`. */
@@ -48,13 +52,17 @@ export async function startServer(
 ): Promise<RunningServer> {
   let handle: Handler = STARTING;
   // The second argument carries the Node request (the client's address for the failed-login limit).
-  const server = await listen(config, (request, env) => handle(request, env));
+  const server = await listen(config.host, config.port, 'PORT', (request, env) => handle(request, env));
+  const metrics = createServerMetrics(config, options.logger ?? processLogger);
+  let metricsServer: Server | undefined;
   let database: Database | undefined;
   try {
+    if (metrics && config.metrics.port !== undefined) metricsServer = await listen(config.host, config.metrics.port, 'METRICS_PORT', metricsOnly(metrics, config.metrics.token));
     await prepareDataDir(config.dataDir);
     database = await openDatabase(databaseOptions ?? databaseOptionsFor(config, 'server', options.log));
   } catch (error) {
     await closeServer(server);
+    if (metricsServer) await closeServer(metricsServer);
     throw error;
   }
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
@@ -70,7 +78,9 @@ export async function startServer(
     notifyOutbox: () => outbox?.wake(),
     storage: await openStorage(config),
     log: options.logger,
+    metrics,
   };
+  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
   const http = createApp(app);
   handle = (request, env) => http.fetch(request, env);
   outbox?.start();
@@ -78,11 +88,13 @@ export async function startServer(
   const opened = database;
   return {
     url: `http://${config.host}:${port}`,
+    metricsUrl: metricsServer && `http://${config.host}:${(metricsServer.address() as AddressInfo).port}/metrics`,
     app,
     database: opened,
     outbox,
     async close() {
       await closeServer(server);
+      if (metricsServer) await closeServer(metricsServer);
       await outbox?.stop();
       await stopListening();
       await opened.close();
@@ -92,17 +104,18 @@ export async function startServer(
 
 type Handler = (request: Request, env?: unknown) => Response | Promise<Response>;
 
-async function listen(config: Config, fetch: Handler): Promise<Server> {
+/** `variable` names the setting that chose the port (PORT or METRICS_PORT) in the start-up error. */
+async function listen(host: string, port: number, variable: string, fetch: Handler): Promise<Server> {
   const server = createAdaptorServer({ fetch }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      const where = `${config.host}:${config.port}`;
-      if (error.code === 'EADDRINUSE') reject(new StartupError(`Port ${config.port} is already in use on ${config.host}: stop what runs there, or set PORT.`));
-      else if (error.code === 'EACCES') reject(new StartupError(`Not allowed to listen on ${where}: choose a PORT above 1023, or set HOST.`));
-      else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') reject(new StartupError(`HOST ${config.host} is not an address of this machine.`));
+      const where = `${host}:${port}`;
+      if (error.code === 'EADDRINUSE') reject(new StartupError(`Port ${port} is already in use on ${host}: stop what runs there, or set ${variable}.`));
+      else if (error.code === 'EACCES') reject(new StartupError(`Not allowed to listen on ${where}: choose a ${variable} above 1023, or set HOST.`));
+      else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') reject(new StartupError(`HOST ${host} is not an address of this machine.`));
       else reject(error);
     });
-    server.listen(config.port, config.host, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return server;
 }

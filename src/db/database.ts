@@ -16,6 +16,8 @@ export interface Database {
   prisma: PrismaClient;
   /** Hand-written statements for the hot paths, on Prisma's own connection pool (sql.ts). */
   sql: Sql;
+  /** The connection pool under both (its counts for the metrics). */
+  pool: pg.Pool;
   kind: 'external' | 'embedded';
   /** The connection string in use (for the embedded database: its Unix socket). */
   url: string;
@@ -71,6 +73,7 @@ async function openPostgres(connectionString: string, kind: Database['kind'], op
   return {
     prisma,
     sql: sqlOver(pool),
+    pool,
     kind,
     url: connectionString,
     async close() {

@@ -8,6 +8,7 @@ import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js'
 import { DomainError } from '../domain/errors.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
+import { graphqlMetrics } from '../metrics/graphql.js';
 import { authPlugin, refusal } from './auth-plugin.js';
 import { newContext, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
@@ -120,6 +121,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       },
     },
     plugins: [
+      // First: it times and counts every execution, those the plugins below stop early included.
+      ...(app.metrics ? graphqlMetrics(app.metrics) : []),
       // Executes every document compiled (this API has no @defer, @stream or subscriptions, which
       // Yoga's default executor exists for).
       ...compiledExecution(schema, app.log ?? logger),

@@ -8,6 +8,8 @@ import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
+import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
+import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
@@ -65,6 +67,7 @@ export function createApp(app: AppContext): Hono {
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
 
+  if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
     return withRequestId(requestId, async () => {
@@ -114,6 +117,9 @@ export function createApp(app: AppContext): Hono {
       throw error;
     }
   });
+  // On the main port only with a token; without one, /metrics is on METRICS_PORT alone (or off) and this port answers 404.
+  const metrics = app.metrics && app.config.metrics.token ? metricsEndpoint(app.metrics, app.config.metrics.token) : null;
+  if (metrics) http.get(METRICS_PATH, (c) => metrics(c.req.raw));
   mountAcceptancePages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));

@@ -47,6 +47,9 @@ export interface RateLimits {
   failedLogins: RateRule | null;
 }
 
+/** Which limit refused: the user's requests, or the client address's failed logins. */
+export type RefusalKind = 'per_user' | 'failed_login';
+
 interface Counter {
   key: string;
   count: number;
@@ -154,6 +157,8 @@ export class FailedLoginLockouts implements NotificationSubscriber {
 export class RateLimiter {
   /** Subscribe it to the process's notifications (src/db/notifications.ts) to spare the failures' statement. */
   readonly lockouts: FailedLoginLockouts;
+  /** Told of every refusal (the server's metrics count them). */
+  onRefusal: (kind: RefusalKind) => void = () => {};
 
   constructor(
     private readonly sql: Sql,
@@ -200,7 +205,7 @@ export class RateLimiter {
   private async refuseIfLockedOut(addressKey: string, now: number): Promise<void> {
     const until = this.lockouts.lockedUntil(addressKey);
     if (until !== undefined) {
-      if (until > now) throw rateLimited((until - now) / 1000);
+      if (until > now) throw this.refusal('failed_login', (until - now) / 1000);
       return;
     }
     const counters = await this.sql.rows<Counter>(READ_FAILURES, [new Date(now).toISOString(), addressKey]);
@@ -211,7 +216,13 @@ export class RateLimiter {
     const over = counters.filter((counter) => counter.count > limitOf(counter.key));
     if (over.length === 0) return;
     const latestEnd = Math.max(...over.map((counter) => counter.windowEnd));
-    throw rateLimited((latestEnd - now) / 1000);
+    const kind = over.some((counter) => counter.key.startsWith('failed-login:')) ? 'failed_login' : 'per_user';
+    throw this.refusal(kind, (latestEnd - now) / 1000);
+  }
+
+  private refusal(kind: RefusalKind, retryAfterSeconds: number): DomainError {
+    this.onRefusal(kind);
+    return rateLimited(retryAfterSeconds);
   }
 }
 

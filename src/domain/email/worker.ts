@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '../../db/database.js';
 import { logger } from '../../logging.js';
+import { countDeliveries } from '../../metrics/outbox.js';
 import type { MailTransport } from './transport.js';
 
 export interface OutboxOptions {
@@ -105,6 +106,7 @@ export class OutboxWorker {
       await nextTurn();
     }
     await this.markSent(sent);
+    countDeliveries(this, sent.length, claimed.length - sent.length);
     return claimed.length;
   }
 
