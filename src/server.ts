@@ -1,8 +1,5 @@
 // Starts the application on a port: listening socket first (so a taken port fails before anything
 // is written), then the data directory, the database (migrated), services, e-mail worker.
-import { constants } from 'node:fs';
-import { access, mkdir, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +12,7 @@ import { listenForNotifications } from './db/notifications.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
+import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
 import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
@@ -105,31 +103,6 @@ async function listen(config: Config, fetch: Handler): Promise<Server> {
     server.listen(config.port, config.host, () => resolve());
   });
   return server;
-}
-
-/** mkdir -p, one level at a time: Node's recursive mkdir never returns for some paths (e.g. under /proc). */
-async function makeFolder(path: string): Promise<void> {
-  try {
-    await mkdir(path);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return;
-    if (code !== 'ENOENT' || dirname(path) === path) throw error;
-    await makeFolder(dirname(path));
-    await mkdir(path).catch((again: NodeJS.ErrnoException) => {
-      if (again.code !== 'EEXIST') throw again;
-    });
-  }
-}
-
-async function prepareDataDir(dataDir: string): Promise<void> {
-  try {
-    await makeFolder(dataDir);
-    if (!(await stat(dataDir)).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
-    await access(dataDir, constants.W_OK | constants.X_OK);
-  } catch (error) {
-    throw new StartupError(`DATA_DIR ${dataDir} is not a writable folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): set DATA_DIR elsewhere.`);
-  }
 }
 
 function closeServer(server: Server): Promise<void> {
