@@ -14,6 +14,7 @@ import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
+import { whileStarting } from './http/probes.js';
 import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
@@ -24,7 +25,7 @@ export interface RunningServer {
   database: Database;
   /** Null when started with `outbox: false`. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections, lets requests in flight finish, drains the e-mail worker, then closes the database. */
+  /** Stops accepting connections (draining: /readyz answers 503), lets requests in flight finish, drains the e-mail worker, then closes the database. */
   close(): Promise<void>;
 }
 
@@ -44,7 +45,8 @@ export async function startServer(
   databaseOptions?: DatabaseOptions,
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  let handle: Handler = STARTING;
+  let handle: Handler = (request) => whileStarting(request, STARTING);
+  let draining = false;
   // The second argument carries the Node request (the client's address for the failed-login limit).
   const server = await listen(config, (request, env) => handle(request, env));
   let database: Database | undefined;
@@ -69,7 +71,7 @@ export async function startServer(
     storage: await openStorage(config),
     log: options.logger,
   };
-  const http = createApp(app);
+  const http = createApp(app, { draining: () => draining });
   handle = (request, env) => http.fetch(request, env);
   outbox?.start();
   const { port } = server.address() as AddressInfo;
@@ -80,6 +82,8 @@ export async function startServer(
     database: opened,
     outbox,
     async close() {
+      // /readyz answers 503 on the connections still open while requests in flight finish.
+      draining = true;
       await closeServer(server);
       await outbox?.stop();
       await stopListening();

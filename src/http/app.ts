@@ -15,6 +15,7 @@ import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
+import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -58,7 +59,9 @@ const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
 /** Acceptance keys are secrets: their paths are logged as the route. */
 const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ? ACCEPTANCE_PATH : path);
 
-export function createApp(app: AppContext): Hono {
+const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
+
+export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }): Hono {
   const http = new Hono();
   const log = app.log ?? processLogger;
   const database = new DatabaseStatus(app.prisma, log);
@@ -73,7 +76,9 @@ export function createApp(app: AppContext): Hono {
       await next();
       c.res.headers.set('X-Request-Id', requestId);
       const ms = Math.round(performance.now() - started);
-      log.info({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
+      // Orchestrators probe every few seconds: their successes would drown the log.
+      const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
+      log[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
     });
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
@@ -104,6 +109,7 @@ export function createApp(app: AppContext): Hono {
   http.get('/health', async () =>
     (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse(UNAVAILABLE_MESSAGE, { status: 'unavailable', cause: database.cause }),
   );
+  mountProbes(http, database, lifecycle);
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
