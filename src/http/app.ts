@@ -1,6 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
 // health check, JSON 404s; a request id and one log line per request; JSON 503s while the database
 // is unreachable.
+import type { IncomingMessage } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
@@ -11,6 +12,7 @@ import { logger as processLogger, requestIdFor, withRequestId } from '../logging
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
+import { clientAddressOf } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
@@ -44,11 +46,17 @@ const ACCEPTS_COMPRESSION = /\b(?:gzip|deflate)\b/i;
 
 const isMultipart = (request: Request) => /^multipart\/form-data/i.test(request.headers.get('content-type') ?? '');
 
-/** The peer's address (no proxy headers are trusted); empty when served in-process. */
-export function clientAddress(c: Context): string {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? '';
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by the first middleware: see src/http/client-address.ts. */
+    clientAddress: string;
+  }
 }
+
+/** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
+export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';
+
+const incomingOf = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 
 const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
   new Response(JSON.stringify({ errors: [{ message, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }), {
@@ -67,9 +75,13 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const database = new DatabaseStatus(app.prisma, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
+  const addressOf = clientAddressOf(app.config.trustedProxies);
 
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
+    const incoming = incomingOf(c);
+    const client = incoming ? addressOf(incoming) : '';
+    c.set('clientAddress', client);
     return withRequestId(requestId, async () => {
       const started = performance.now();
       log.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
@@ -78,7 +90,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
       const ms = Math.round(performance.now() - started);
       // Orchestrators probe every few seconds: their successes would drown the log.
       const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
-      log[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
+      log[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
     });
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
