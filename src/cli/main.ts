@@ -172,6 +172,8 @@ function report(error: unknown, debug: boolean): number {
 }
 
 const argv = process.argv.slice(2);
+// An error a library emits outside the command's own promise (a connection's 'error' event, say).
+process.on('uncaughtException', (error) => process.exit(report(error, argv.includes('--debug'))));
 main(argv).then(
   (code) => process.exit(code),
   (error) => process.exit(report(error, argv.includes('--debug'))),
