@@ -1,6 +1,6 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
-// health check, JSON 404s; a request id and one log line per request; JSON 503s while the database
-// is unreachable.
+// health check and probes, JSON 404s; a request id, the client's address and one log line per
+// request; JSON 503s while the database is unreachable.
 import type { IncomingMessage } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';

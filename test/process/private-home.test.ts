@@ -3,7 +3,7 @@
 // refuses root and runs as the system user postgres, which cannot reach the checkout: it runs a copy
 // of the binaries and keeps the cluster under /var/lib/teamchat, linked from DATA_DIR/postgres.
 import { execFile } from 'node:child_process';
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -81,3 +81,22 @@ describe.skipIf(!asRoot)('as root, a checkout in a private home directory', () =
     expect((await stat(home)).mode & 0o777).toBe(0o700);
   }, 240_000);
 });
+
+test.skipIf(!asRoot)('a cluster made in place that the postgres user can no longer reach: one line, exit status 1, nothing opened up', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'tc-in-place-'));
+  try {
+    await chmod(folder, 0o711);
+    const dataDir = join(folder, 'data');
+    expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toMatchObject({ code: 0 });
+    expect((await lstat(join(dataDir, 'postgres'))).isDirectory()).toBe(true);
+    await chmod(folder, 0o700);
+    expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `The embedded PostgreSQL in ${dataDir}/postgres runs as the system user postgres (PostgreSQL refuses root), which cannot reach it: move that folder where it can, or run the server as the user who made it.\n`,
+    });
+    expect((await stat(folder)).mode & 0o777).toBe(0o700);
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}, 120_000);
