@@ -1,8 +1,9 @@
 // The client's address, which the failed-login limit counts and the request log shows. By default
 // the TCP peer's. With TRUSTED_PROXIES, a request from one of those peers names its client in
-// X-Forwarded-For or Forwarded (RFC 7239 `for=`): the nearest address not in the list, as Express's
-// proxy-addr reads it. From any other peer those headers are ignored: anyone can write them.
-import type { IncomingMessage } from 'node:http';
+// X-Forwarded-For or Forwarded (RFC 7239 `for=`): the nearest address not in the list, walked as
+// Express's proxy-addr walks it (ports some proxies add are dropped, so they do not split a
+// client). From any other peer those headers are ignored: anyone can write them.
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import parseForwarded from 'forwarded-parse';
 import proxyaddr from 'proxy-addr';
@@ -29,13 +30,21 @@ export function clientAddressOf(trustedProxies: string[]): ClientAddressOf {
   const peer = (incoming: IncomingMessage) => incoming.socket.remoteAddress ?? '';
   if (trustedProxies.length === 0) return peer;
   const trust: Trust = proxyaddr.compile(trustedProxies);
-  return (incoming) => {
-    // X-Forwarded-For first: the proxies that append Forwarded are few, and most pass a client's
-    // own Forwarded through untouched (README: a proxy that sets only Forwarded must drop it).
-    if (incoming.headers['x-forwarded-for'] !== undefined) return proxyaddr(incoming, trust);
-    const forwarded = incoming.headers.forwarded;
-    return forwarded ? nearestUntrusted(peer(incoming), forwardedFor(forwarded), trust) : peer(incoming);
-  };
+  return (incoming) => nearestUntrusted(peer(incoming), forwardingChain(incoming.headers), trust);
+}
+
+/**
+ * The addresses the proxies name, nearest first, up to the first entry that names no IP address
+ * (`unknown`, an obfuscated name, a malformed element): a proxy that cannot name its client ends
+ * the chain. X-Forwarded-For first: the proxies that append Forwarded are few, and most pass a
+ * client's own Forwarded through untouched (README: a proxy that sets only Forwarded must drop it).
+ */
+function forwardingChain(headers: IncomingHttpHeaders): string[] {
+  const xForwardedFor = headers['x-forwarded-for'];
+  if (xForwardedFor !== undefined) return usable([xForwardedFor].flat().join(',').split(',').reverse().map(ipAddress));
+  const forwarded = headers.forwarded;
+  // Element by element: a client's malformed text beyond the proxies' own elements does not void theirs.
+  return forwarded ? usable(splitElements(forwarded).reverse().map(forAddress)) : [];
 }
 
 /** Walks from the peer towards the client while the hop is trusted (proxy-addr's rule). */
@@ -45,32 +54,24 @@ function nearestUntrusted(peer: string, nearestFirst: string[], trust: Trust): s
   return address;
 }
 
-/**
- * The `for=` addresses of a Forwarded header, nearest first, up to the first element that names no
- * IP address (`unknown`, an obfuscated name, a malformed element): a proxy that cannot name its
- * client ends the chain. Elements are parsed one by one, so a client's malformed text beyond the
- * proxies' own elements does not void theirs.
- */
-function forwardedFor(header: string): string[] {
-  const addresses: string[] = [];
-  for (const element of splitElements(header).reverse()) {
-    const address = addressOf(element);
-    if (!address) break;
-    addresses.push(address);
-  }
-  return addresses;
+function usable(entries: (string | undefined)[]): string[] {
+  const end = entries.indexOf(undefined);
+  return (end < 0 ? entries : entries.slice(0, end)) as string[];
 }
 
-function addressOf(element: string): string | undefined {
-  let value: string | undefined;
+/** `192.0.2.43`, or with a port (`192.0.2.43:47011`, `[2001:db8::17]:4711`, which some proxies write): the address. */
+function ipAddress(entry: string): string | undefined {
+  const address = entry.trim().replace(/^\[([^\]]*)\](?::\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
+  return isIP(address) ? address : undefined;
+}
+
+function forAddress(element: string): string | undefined {
   try {
-    value = parseForwarded(element)[0]?.for;
+    const value = parseForwarded(element)[0]?.for;
+    return value === undefined ? undefined : ipAddress(value);
   } catch {
     return undefined;
   }
-  // `"[2001:db8::17]:4711"`, `192.0.2.43:47011`: the port is not part of the address.
-  const address = value?.replace(/^\[([^\]]*)\](?::\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
-  return address && isIP(address) ? address : undefined;
 }
 
 /** The comma-separated elements of a Forwarded header (commas inside quoted strings are text). */

@@ -90,6 +90,7 @@ test("a trusted proxy's forwarded client is what gets locked out; another client
   // address it made up itself (the leftmost entry, which no trusted proxy wrote): still locked out.
   expect(await usersMe(behindProxy, valid(), PROXY, { forwarded: `for=${client};proto=https` })).toBe(429);
   expect(await usersMe(behindProxy, valid(), PROXY, { 'x-forwarded-for': `${client}, 127.0.0.3` })).toBe(429);
+  expect(await usersMe(behindProxy, valid(), PROXY, { 'x-forwarded-for': `${client}:51234` })).toBe(429);
   expect(await usersMe(behindProxy, valid(), PROXY, { 'x-forwarded-for': `198.51.100.77, ${client}` })).toBe(429);
   expect(await usersMe(behindProxy, valid(), PROXY, { forwarded: `for=198.51.100.77, for="${client}:4711"` })).toBe(429);
 
