@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
+import { parseTrustedProxies } from './http/client-address.js';
 import { StartupError } from './startup-error.js';
 
 export interface Config {
@@ -35,6 +36,8 @@ export interface Config {
   graphqlLimits: GraphQLLimits;
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
   allowedOrigins: string[];
+  /** Peers (addresses, CIDR ranges) whose X-Forwarded-For and Forwarded name the client; empty: none. */
+  trustedProxies: string[];
   uploads: UploadsConfig;
   /** GET /metrics; off when neither the token nor the port is set. */
   metrics: MetricsConfig;
@@ -178,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
+    trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
     uploads: loadUploadsConfig(env),
     metrics: metricsConfig(env, listenPort),
   };

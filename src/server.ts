@@ -1,8 +1,5 @@
 // Starts the application on a port: listening socket first (so a taken port fails before anything
 // is written), then the data directory, the database (migrated), services, e-mail worker.
-import { constants } from 'node:fs';
-import { access, mkdir, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +12,9 @@ import { listenForNotifications } from './db/notifications.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
+import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
+import { whileStarting } from './http/probes.js';
 import { logger as processLogger, type Logger } from './logging.js';
 import { metricsOnly } from './metrics/endpoint.js';
 import { createServerMetrics, instrumentServer } from './metrics/instrument.js';
@@ -30,7 +29,7 @@ export interface RunningServer {
   database: Database;
   /** Null when started with `outbox: false`. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections, lets requests in flight finish, drains the e-mail worker, then closes the database. */
+  /** Stops accepting connections (draining: /readyz answers 503), lets requests in flight finish, drains the e-mail worker, then closes the database. */
   close(): Promise<void>;
 }
 
@@ -50,7 +49,8 @@ export async function startServer(
   databaseOptions?: DatabaseOptions,
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  let handle: Handler = STARTING;
+  let handle: Handler = (request) => whileStarting(request, STARTING);
+  let draining = false;
   // The second argument carries the Node request (the client's address for the failed-login limit).
   const server = await listen(config.host, config.port, 'PORT', (request, env) => handle(request, env));
   const metrics = createServerMetrics(config, options.logger ?? processLogger);
@@ -81,7 +81,7 @@ export async function startServer(
     metrics,
   };
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
-  const http = createApp(app);
+  const http = createApp(app, { draining: () => draining });
   handle = (request, env) => http.fetch(request, env);
   outbox?.start();
   const { port } = server.address() as AddressInfo;
@@ -93,6 +93,8 @@ export async function startServer(
     database: opened,
     outbox,
     async close() {
+      // /readyz answers 503 on the connections still open while requests in flight finish.
+      draining = true;
       await closeServer(server);
       if (metricsServer) await closeServer(metricsServer);
       await outbox?.stop();
@@ -118,31 +120,6 @@ async function listen(host: string, port: number, variable: string, fetch: Handl
     server.listen(port, host, () => resolve());
   });
   return server;
-}
-
-/** mkdir -p, one level at a time: Node's recursive mkdir never returns for some paths (e.g. under /proc). */
-async function makeFolder(path: string): Promise<void> {
-  try {
-    await mkdir(path);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return;
-    if (code !== 'ENOENT' || dirname(path) === path) throw error;
-    await makeFolder(dirname(path));
-    await mkdir(path).catch((again: NodeJS.ErrnoException) => {
-      if (again.code !== 'EEXIST') throw again;
-    });
-  }
-}
-
-async function prepareDataDir(dataDir: string): Promise<void> {
-  try {
-    await makeFolder(dataDir);
-    if (!(await stat(dataDir)).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
-    await access(dataDir, constants.W_OK | constants.X_OK);
-  } catch (error) {
-    throw new StartupError(`DATA_DIR ${dataDir} is not a writable folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): set DATA_DIR elsewhere.`);
-  }
 }
 
 function closeServer(server: Server): Promise<void> {

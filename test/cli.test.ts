@@ -1,18 +1,24 @@
 // The administrator CLI as users run it (`node dist/cli/main.js`, what `npm run cli --` runs), on an
 // embedded database of its own: it starts PostgreSQL itself when no server runs, and stops it after.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+// It creates DATA_DIR as the server does, and every failure is one line (the stack with --debug).
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { runCli } from './support/process.js';
 import { exampleOrganization } from './support/world.js';
 
+let scratch: string;
+/** Not there until the first command that needs the database creates it. */
 let dataDir: string;
 const cli = (...args: string[]) => runCli({ DATA_DIR: dataDir }, ...args);
 beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'tc-cli-'));
+  scratch = await mkdtemp(join(tmpdir(), 'tc-cli-'));
+  // As root the embedded PostgreSQL runs as the postgres user: let it reach the data directory here.
+  await chmod(scratch, 0o711);
+  dataDir = join(scratch, 'not', 'yet', 'data');
 });
-afterAll(() => rm(dataDir, { recursive: true, force: true }));
+afterAll(() => rm(scratch, { recursive: true, force: true }));
 
 describe('help and usage errors (no database needed)', () => {
   test('--help, -h and help print the commands', async () => {
@@ -49,10 +55,12 @@ describe('help and usage errors (no database needed)', () => {
 });
 
 describe('commands on the embedded database', () => {
-  test('import, create-user, reset-api-key and list-organizations; the embedded PostgreSQL is stopped afterwards', async () => {
-    const good = join(dataDir, 'good.json');
+  test('import before any server ever ran creates DATA_DIR; then create-user, reset-api-key and list-organizations; the embedded PostgreSQL is stopped afterwards', async () => {
+    await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
+    const good = join(scratch, 'good.json');
     await writeFile(good, JSON.stringify(exampleOrganization()));
-    expect(await cli('import', good)).toMatchObject({ code: 0, stdout: '7 lighthouse\n' });
+    expect(await cli('import', good)).toEqual({ code: 0, stdout: '7 lighthouse\n', stderr: `Creating the embedded PostgreSQL database in ${dataDir}/postgres ...\n` });
+    expect((await stat(dataDir)).isDirectory()).toBe(true);
 
     const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
     expect(created.stdout).toMatch(/^Created user \d+\. API key \(shown once\): [A-Za-z0-9]{32}\n$/);
@@ -68,7 +76,7 @@ describe('commands on the embedded database', () => {
     bad.users[2].role = 350;
     bad.users[3].api_key = 'short';
     bad.channels[0].subscribers.push('stranger@lighthouse.example');
-    const file = join(dataDir, 'bad.json');
+    const file = join(scratch, 'bad.json');
     await writeFile(file, JSON.stringify(bad));
     const refused = await cli('import', file);
     expect(refused.code).toBe(1);
@@ -82,5 +90,36 @@ describe('commands on the embedded database', () => {
       ].join('\n'),
     );
     expect((await cli('list-organizations')).stdout).not.toContain('broken');
+  }, 120_000);
+});
+
+describe('failures are one line and exit status 1', () => {
+  test('a DATA_DIR that cannot be a folder', async () => {
+    expect(await runCli({ DATA_DIR: '/etc/passwd/data' }, 'list-organizations')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'DATA_DIR /etc/passwd/data is not a writable folder (ENOTDIR): set DATA_DIR elsewhere.\n',
+    });
+  });
+
+  test('an unexpected failure (a file storage that cannot write) is its reason in one line; --debug adds the stack', async () => {
+    const file = join(scratch, 'with-file.json');
+    const withFile = {
+      organization: { string_id: 'files', name: 'Files' },
+      users: [{ email: 'owner@files.example', full_name: 'Owner', role: 100 }],
+      attachments: [{ owner: 'owner@files.example', name: 'a.txt', size: 5, content_base64: Buffer.from('hello').toString('base64') }],
+    };
+    await writeFile(file, JSON.stringify(withFile));
+    const env = { DATA_DIR: dataDir, UPLOADS_DIR: '/etc/passwd/uploads' };
+    const failed = await runCli(env, 'import', file);
+    expect(failed).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(/^Failed: File storage could not write files\/\S+\/a\.txt \(run again with --debug for details\)\n$/),
+    });
+    const debug = await runCli(env, 'import', file, '--debug');
+    expect(debug.code).toBe(1);
+    expect(debug.stderr).toMatch(/^StorageError: File storage could not write files\/\S+\/a\.txt\n {4}at /);
+    expect((await cli('list-organizations')).stdout).not.toContain('files');
   }, 120_000);
 });

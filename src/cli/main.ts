@@ -1,8 +1,9 @@
 // Administrator command line: npm run cli -- <command> [options]. It works while the server runs
 // (same database) and, on the embedded database with the server down, starts PostgreSQL itself.
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { inspect, parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
+import { prepareDataDir } from '../data-dir.js';
 import { databaseOptionsFor, openDatabase, type Database } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
@@ -80,11 +81,12 @@ const OPTIONS = {
   name: { type: 'string' },
   role: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  debug: { type: 'boolean' },
 } as const;
 
 function usage(): string {
   const lines = Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`);
-  return `Usage: npm run cli -- <command> [options]\n\nCommands:\n${lines.join('\n')}\n  help [command]\n      this text, or one command's\n`;
+  return `Usage: npm run cli -- <command> [options]\n\nCommands:\n${lines.join('\n')}\n  help [command]\n      this text, or one command's\n\nAny command takes --debug: a failure then also prints its stack trace.\n`;
 }
 
 const commandUsage = (name: string) => `Usage: npm run cli -- ${commands[name]!.usage}\n  ${commands[name]!.summary}\n`;
@@ -138,7 +140,9 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(request.help);
     return 0;
   }
-  const database = await openDatabase(databaseOptionsFor(loadConfig(), 'tool', (line) => console.error(line)));
+  const config = loadConfig();
+  await prepareDataDir(config.dataDir);
+  const database = await openDatabase(databaseOptionsFor(config, 'tool', (line) => console.error(line)));
   try {
     await request.command.run(database, request.positionals, request.values);
     return 0;
@@ -147,15 +151,30 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error) => {
-    if (error instanceof UsageError) {
-      console.error(`${error.message}\nRun \`npm run cli -- help\` for the list of commands.`);
-      process.exit(2);
-    }
-    if (!(error instanceof DomainError || error instanceof StartupError)) throw error;
+/** The last line of an error's message: Prisma's and pg's messages end with the reason. */
+const reasonOf = (error: unknown) =>
+  (error instanceof Error ? error.message : String(error)).trim().split('\n').filter(Boolean).pop() ?? String(error);
+
+/** Failures the user can act on print their message; anything else one line, its stack with --debug. */
+function report(error: unknown, debug: boolean): number {
+  if (error instanceof UsageError) {
+    console.error(`${error.message}\nRun \`npm run cli -- help\` for the list of commands.`);
+    return 2;
+  }
+  if (error instanceof DomainError || error instanceof StartupError) {
     console.error(error.message);
-    process.exit(1);
-  },
+  } else if (debug) {
+    console.error(inspect(error));
+  } else {
+    console.error(`Failed: ${reasonOf(error)} (run again with --debug for details)`);
+  }
+  return 1;
+}
+
+const argv = process.argv.slice(2);
+// An error a library emits outside the command's own promise (a connection's 'error' event, say).
+process.on('uncaughtException', (error) => process.exit(report(error, argv.includes('--debug'))));
+main(argv).then(
+  (code) => process.exit(code),
+  (error) => process.exit(report(error, argv.includes('--debug'))),
 );

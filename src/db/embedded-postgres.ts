@@ -7,11 +7,16 @@
 // and cannot adopt a PostgreSQL left running by a killed server. pg_ctl starts the postmaster
 // detached, so a PostgreSQL outlives a SIGKILL of its server; the next start finds it through
 // postmaster.pid and reuses it.
+//
+// PostgreSQL refuses to run as root: as root, the binaries run as the system user `postgres`. When
+// that user cannot reach the binaries (a checkout in root's private home, say), they are copied
+// once per version to /var/lib/teamchat; when it cannot reach DATA_DIR, the cluster lives in a
+// folder of its own there, and DATA_DIR/postgres is a link to it. Nothing of the user's is opened up.
 import { execFile, type ExecFileOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, stat, symlink } from 'node:fs/promises';
 import { arch, platform, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { StartupError } from '../startup-error.js';
 
@@ -22,6 +27,12 @@ const EMBEDDED_USER = 'teamchat';
 const SHARED_BUFFERS = '64MB';
 /** Unix socket paths are limited to 107 bytes on Linux; `/.s.PGSQL.<port>` takes up to 17 of them. */
 const MAX_SOCKET_DIR_LENGTH = 90;
+/** As root: what the postgres user must reach but cannot where it is (binaries, clusters). */
+export const ROOT_STATE_DIR = '/var/lib/teamchat';
+/** Relocated clusters are named after their DATA_DIR, shortened to keep the socket path short. */
+const MAX_CLUSTER_NAME_LENGTH = 40;
+
+type Ids = { uid: number; gid: number };
 
 interface Binaries {
   initdb: string;
@@ -56,7 +67,7 @@ async function binaries(): Promise<Binaries> {
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
 /** PostgreSQL refuses to run as root: as root, the binaries run as the `postgres` system user. */
-async function runAsIds(): Promise<{ uid: number; gid: number } | undefined> {
+async function runAsIds(): Promise<Ids | undefined> {
   if (userInfo().uid !== 0) return undefined;
   const id = async (flag: string) => Number((await run('id', [flag, 'postgres'])).stdout.trim());
   try {
@@ -67,29 +78,119 @@ async function runAsIds(): Promise<{ uid: number; gid: number } | undefined> {
   }
 }
 
-async function exec(file: string, args: string[], ids: { uid: number; gid: number } | undefined, options: ExecFileOptions = {}) {
-  return run(file, args, { ...options, ...ids, env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' });
+async function exec(file: string, args: string[], ids: Ids | undefined, options: ExecFileOptions = {}) {
+  // As another user, start in a folder it can reach (the caller's may be private).
+  const cwd = ids ? '/' : undefined;
+  return run(file, args, { cwd, ...options, ...ids, env: { ...process.env, LC_ALL: 'C' }, encoding: 'utf8' });
 }
 
-/**
- * As root, PostgreSQL runs as the `postgres` user, which must be able to reach DATA_DIR: open the
- * folder for traversal (not reading) and check every ancestor lets it through.
- */
-async function ensureReachable(dataDir: string, ids: { uid: number; gid: number } | undefined) {
-  if (!ids) return;
-  await chmod(dataDir, ((await stat(dataDir)).mode & 0o777) | 0o011);
+/** Whether the postgres user can get to `path` (search permission on every folder on the way). */
+async function canReach(path: string, ids: Ids): Promise<boolean> {
+  return exec('/bin/sh', ['-c', 'test -x "$1"', 'sh', path], ids).then(() => true, () => false);
+}
+
+/** ROOT_STATE_DIR, root's own: others may pass through it but not list or change it. */
+async function rootStateDir(): Promise<string> {
+  await mkdir(ROOT_STATE_DIR, { recursive: true });
+  await chmod(ROOT_STATE_DIR, 0o711);
+  return ROOT_STATE_DIR;
+}
+
+/** The binaries where the postgres user can run them: in place, or a copy made once per version. */
+async function reachableBinaries(bin: Binaries, ids: Ids | undefined, log: (line: string) => void): Promise<Binaries> {
+  if (!ids || (await canReach(bin.pg_ctl, ids))) return bin;
+  const native = dirname(dirname(bin.pg_ctl));
+  const { version } = JSON.parse(await readFile(join(native, '..', 'package.json'), 'utf8')) as { version: string };
+  const copy = join(await rootStateDir(), `postgresql-${version}`);
+  if (!(await exists(copy))) {
+    log(`The postgres user cannot reach ${native}: copying the PostgreSQL binaries to ${copy} ...`);
+    await copyReadable(native, copy);
+  }
+  return { initdb: join(copy, 'bin', 'initdb'), pg_ctl: join(copy, 'bin', 'pg_ctl') };
+}
+
+/** Copies a tree into place at once (renamed when complete), readable and runnable by everyone. */
+async function copyReadable(from: string, to: string): Promise<void> {
+  const building = `${to}.copy-${randomBytes(4).toString('hex')}`;
   try {
-    await exec('/bin/sh', ['-c', 'test -x "$1"', 'sh', dataDir], ids);
-  } catch {
-    throw new StartupError(
-      `Running as root, the embedded PostgreSQL runs as the system user postgres, which cannot reach ${dataDir}: ` +
-        'set DATA_DIR to a folder it can reach (e.g. under /var/lib or /tmp), or run the server as a normal user.',
-    );
+    await cp(from, building, { recursive: true, verbatimSymlinks: true });
+    await openToAll(building);
+    await rename(building, to);
+  } catch (error) {
+    await rm(building, { recursive: true, force: true });
+    // Another process may have put its copy in place first.
+    if (!(await exists(join(to, 'bin')))) throw error;
   }
 }
 
+/** Folders 755, files 644 or 755 (whatever the umask of the install was). */
+async function openToAll(folder: string): Promise<void> {
+  await chmod(folder, 0o755);
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) await openToAll(path);
+    else if (entry.isFile()) await chmod(path, (await stat(path)).mode & 0o111 ? 0o755 : 0o644);
+  }
+}
+
+/**
+ * Where the cluster of `dataDir` is: DATA_DIR/postgres, or where that link points. A new cluster goes
+ * there when the server's user runs PostgreSQL or the postgres user can reach DATA_DIR; otherwise it
+ * goes to a folder of its own under ROOT_STATE_DIR, linked from DATA_DIR/postgres.
+ */
+async function clusterDirectory(dataDir: string, ids: Ids | undefined, log: (line: string) => void): Promise<string> {
+  const record = join(dataDir, 'postgres');
+  const entry = await lstat(record).catch(() => undefined);
+  if (entry?.isSymbolicLink()) return resolve(dataDir, await readlink(record));
+  if (!ids) return record;
+  if (entry) {
+    if (!(await canReach(record, ids))) {
+      throw new StartupError(
+        `The embedded PostgreSQL in ${record} runs as the system user postgres (PostgreSQL refuses root), which cannot reach it: move that folder where it can, or run the server as the user who made it.`,
+      );
+    }
+    return record;
+  }
+  if (await canReach(dataDir, ids)) return record;
+  return relocatedCluster(dataDir, record, ids, log);
+}
+
+/** Claims a new folder under ROOT_STATE_DIR (named after DATA_DIR, numbered when taken) and records it. */
+async function relocatedCluster(dataDir: string, record: string, ids: Ids, log: (line: string) => void): Promise<string> {
+  const base = await rootStateDir();
+  const name = clusterName(await realpath(dataDir));
+  for (let n = 1; n <= 1000; n++) {
+    const home = join(base, n === 1 ? name : `${name}-${n}`);
+    try {
+      await mkdir(home, { mode: 0o711 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    await chmod(home, 0o711);
+    const cluster = join(home, 'postgres');
+    try {
+      await symlink(cluster, record);
+    } catch (error) {
+      await rmdir(home);
+      // Another process on the same DATA_DIR recorded its own first: use that one.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return clusterDirectory(dataDir, ids, log);
+      throw error;
+    }
+    log(`As root, the embedded PostgreSQL runs as the system user postgres, which cannot reach ${dataDir}: its database goes to ${cluster} (${record} links to it).`);
+    return cluster;
+  }
+  throw new StartupError(`No free folder for the embedded PostgreSQL of ${dataDir} under ${base}.`);
+}
+
+/** `/root/teamchat/data` -> `root-teamchat-data` */
+function clusterName(dataDir: string): string {
+  const name = dataDir.replace(/[^A-Za-z0-9._]+/g, '-').slice(-MAX_CLUSTER_NAME_LENGTH).replace(/^[-.]+/, '');
+  return name || 'data';
+}
+
 /** initdb into a temporary folder renamed into place, so a failed initdb leaves nothing half-made. */
-async function initialise(bin: Binaries, pgdata: string, ids: { uid: number; gid: number } | undefined) {
+async function initialise(bin: Binaries, pgdata: string, ids: Ids | undefined) {
   const building = `${pgdata}.initdb-${randomBytes(4).toString('hex')}`;
   await mkdir(building, { recursive: true, mode: 0o700 });
   try {
@@ -137,39 +238,40 @@ function socketDirFor(pgdata: string): string {
 
 export async function startEmbeddedPostgres(dataDir: string, options: EmbeddedOptions = {}): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => {});
+  // Clients (this process, the CLI, psql as root) use DATA_DIR/postgres, through its link if any;
+  // PostgreSQL's own processes get the cluster's real path, which the postgres user can reach.
   const pgdata = join(dataDir, 'postgres');
-  const socketDir = socketDirFor(pgdata);
-  const bin = await binaries();
+  const url = connectionUrl(socketDirFor(pgdata), options.tcpPort);
   const ids = await runAsIds();
+  const bin = await reachableBinaries(await binaries(), ids, log);
+  const cluster = socketDirFor(await clusterDirectory(dataDir, ids, log));
   const stop = async () => {
-    await exec(bin.pg_ctl, ['stop', '--pgdata', pgdata, '--mode', 'fast', '--wait', '--silent'], ids).catch(() => {});
+    await exec(bin.pg_ctl, ['stop', '--pgdata', cluster, '--mode', 'fast', '--wait', '--silent'], ids).catch(() => {});
   };
-  const url = connectionUrl(socketDir, options.tcpPort);
 
-  await ensureReachable(dataDir, ids);
-  const orphan = await runningPostmaster(pgdata);
+  const orphan = await runningPostmaster(cluster);
   if (orphan) {
     log(`Reusing the embedded PostgreSQL already running on ${pgdata} (pid ${orphan}).`);
     return { url, pgdata, startedHere: false, stop };
   }
-  if (!(await exists(join(pgdata, 'PG_VERSION')))) {
+  if (!(await exists(join(cluster, 'PG_VERSION')))) {
     log(`Creating the embedded PostgreSQL database in ${pgdata} ...`);
-    await initialise(bin, pgdata, ids);
+    await initialise(bin, cluster, ids);
   }
   const settings = [
     `-c listen_addresses='${options.tcpPort === undefined ? '' : '127.0.0.1'}'`,
-    `-c unix_socket_directories='${socketDir}'`,
+    `-c unix_socket_directories='${cluster}'`,
     // A team's organization data fits in far less than PostgreSQL's default 128 MB of buffers, and
     // every buffer touched counts in the memory of the machine the server shares.
     `-c shared_buffers=${SHARED_BUFFERS}`,
     ...(options.tcpPort === undefined ? [] : [`-p ${options.tcpPort}`]),
   ];
-  const logFile = join(pgdata, 'server.log');
+  const logFile = join(cluster, 'server.log');
   try {
-    await exec(bin.pg_ctl, ['start', '--pgdata', pgdata, '--wait', '--silent', '--log', logFile, '-o', settings.join(' ')], ids, { timeout: 60_000 });
+    await exec(bin.pg_ctl, ['start', '--pgdata', cluster, '--wait', '--silent', '--log', logFile, '-o', settings.join(' ')], ids, { timeout: 60_000 });
   } catch {
     const tail = (await readFile(logFile, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' | ');
-    throw new StartupError(`The embedded PostgreSQL in ${pgdata} did not start: ${tail || 'see its server.log'}`);
+    throw new StartupError(`The embedded PostgreSQL in ${cluster} did not start: ${tail || 'see its server.log'}`);
   }
   return { url, pgdata, startedHere: true, stop };
 }

@@ -1,6 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
-// health check, JSON 404s; a request id and one log line per request; JSON 503s while the database
-// is unreachable.
+// health check and probes, JSON 404s; a request id, the client's address and one log line per
+// request; JSON 503s while the database is unreachable.
+import type { IncomingMessage } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
@@ -13,10 +14,12 @@ import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
+import { clientAddressOf } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
+import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -45,11 +48,17 @@ const ACCEPTS_COMPRESSION = /\b(?:gzip|deflate)\b/i;
 
 const isMultipart = (request: Request) => /^multipart\/form-data/i.test(request.headers.get('content-type') ?? '');
 
-/** The peer's address (no proxy headers are trusted); empty when served in-process. */
-export function clientAddress(c: Context): string {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? '';
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by the first middleware: see src/http/client-address.ts. */
+    clientAddress: string;
+  }
 }
+
+/** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
+export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';
+
+const incomingOf = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 
 const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
   new Response(JSON.stringify({ errors: [{ message, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }), {
@@ -60,23 +69,31 @@ const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
 /** Acceptance keys are secrets: their paths are logged as the route. */
 const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ? ACCEPTANCE_PATH : path);
 
-export function createApp(app: AppContext): Hono {
+const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
+
+export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }): Hono {
   const http = new Hono();
   const log = app.log ?? processLogger;
   const database = new DatabaseStatus(app.prisma, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
+  const addressOf = clientAddressOf(app.config.trustedProxies);
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
+    const incoming = incomingOf(c);
+    const client = incoming ? addressOf(incoming) : '';
+    c.set('clientAddress', client);
     return withRequestId(requestId, async () => {
       const started = performance.now();
       log.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
       await next();
       c.res.headers.set('X-Request-Id', requestId);
       const ms = Math.round(performance.now() - started);
-      log.info({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms }, 'request');
+      // Orchestrators probe every few seconds: their successes would drown the log.
+      const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
+      log[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
     });
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
@@ -107,6 +124,7 @@ export function createApp(app: AppContext): Hono {
   http.get('/health', async () =>
     (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse(UNAVAILABLE_MESSAGE, { status: 'unavailable', cause: database.cause }),
   );
+  mountProbes(http, database, lifecycle);
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {

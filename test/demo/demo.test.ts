@@ -1,7 +1,7 @@
 // `npm start` as a newcomer runs it: on an empty database the process creates the demo organization
 // and prints working credentials; started again on the same database it creates nothing.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -84,6 +84,8 @@ async function firstAndSecondStart(database: { DATA_DIR: string } | { DATABASE_U
 
 test('embedded database: the first start creates the demo and prints working credentials; the second creates nothing', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-demo-'));
+  // As root the embedded PostgreSQL runs as the postgres user: keep its cluster in the folder removed below.
+  await chmod(dataDir, 0o711);
   try {
     const output = await firstAndSecondStart({ DATA_DIR: dataDir });
     const socket = `${dataDir}/postgres`;

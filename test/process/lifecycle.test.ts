@@ -17,7 +17,12 @@ beforeAll(async () => {
 });
 afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-const freshDataDir = () => mkdtemp(join(scratch, 'data-'));
+/** One the postgres user can reach, so that its cluster stays inside (and goes with the scratch folder). */
+async function freshDataDir(): Promise<string> {
+  const dataDir = await mkdtemp(join(scratch, 'data-'));
+  await chmod(dataDir, 0o711);
+  return dataDir;
+}
 
 async function postmasterPid(dataDir: string): Promise<number | undefined> {
   const content = await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').catch(() => undefined);

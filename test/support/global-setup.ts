@@ -1,7 +1,7 @@
 // Once per test run: the PostgreSQL the tests use (the server named by DATABASE_URL, or an embedded
 // one started here in a temporary folder), and a migrated template database that each test file
 // copies (test/support/postgres-databases.ts).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -14,6 +14,9 @@ export default async function setup(project: TestProject) {
   let stopEmbedded = async () => {};
   if (!databaseUrl) {
     const folder = await mkdtemp(join(tmpdir(), 'tc-tests-'));
+    // As root the embedded PostgreSQL runs as the postgres user: it must reach the folder, or its
+    // cluster would go to /var/lib/teamchat and outlive the folder's removal.
+    await chmod(folder, 0o711);
     const embedded = await startEmbeddedPostgres(folder);
     databaseUrl = withDatabase(embedded.url, 'postgres');
     stopEmbedded = async () => {

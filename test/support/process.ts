@@ -23,9 +23,9 @@ function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-/** `node dist/main.js` with this environment (PORT defaults to 0). */
-export function startServerProcess(env: NodeJS.ProcessEnv): Started {
-  const child = spawn(process.execPath, ['dist/main.js'], { env: environment({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+/** `node dist/main.js` with this environment (PORT defaults to 0), in this checkout (default: this one). */
+export function startServerProcess(env: NodeJS.ProcessEnv, cwd?: string): Started {
+  const child = spawn(process.execPath, ['dist/main.js'], { cwd, env: environment({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -63,7 +63,12 @@ export interface CliResult {
 
 /** `node dist/cli/main.js ...args` */
 export function runCli(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
-  return promisify(execFile)(process.execPath, ['dist/cli/main.js', ...args], { env: environment(env) }).then(
+  return runCliIn(undefined, env, ...args);
+}
+
+/** `node dist/cli/main.js ...args` in that checkout. */
+export function runCliIn(cwd: string | undefined, env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
+  return promisify(execFile)(process.execPath, ['dist/cli/main.js', ...args], { cwd, env: environment(env) }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error) => ({ code: error.code as number, stdout: error.stdout as string, stderr: error.stderr as string }),
   );

@@ -1,0 +1,95 @@
+// The client's address, which the failed-login limit counts and the request log shows. By default
+// the TCP peer's. With TRUSTED_PROXIES, a request from one of those peers names its client in
+// X-Forwarded-For or Forwarded (RFC 7239 `for=`): the nearest address not in the list, walked as
+// Express's proxy-addr walks it (ports some proxies add are dropped, so they do not split a
+// client). From any other peer those headers are ignored: anyone can write them.
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
+import parseForwarded from 'forwarded-parse';
+import proxyaddr from 'proxy-addr';
+import { StartupError } from '../startup-error.js';
+
+type Trust = (address: string, hop: number) => boolean;
+
+/** `10.0.0.0/8, 192.168.1.10, 2001:db8::/32` (proxy-addr's `loopback`, `linklocal` and `uniquelocal` too). */
+export function parseTrustedProxies(value: string | undefined): string[] {
+  const entries = (value ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    try {
+      proxyaddr.compile(entry);
+    } catch {
+      throw new StartupError(`TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range (e.g. 10.0.0.0/8, 192.168.1.10, 2001:db8::/32)`);
+    }
+  }
+  return entries;
+}
+
+export type ClientAddressOf = (incoming: IncomingMessage) => string;
+
+export function clientAddressOf(trustedProxies: string[]): ClientAddressOf {
+  const peer = (incoming: IncomingMessage) => incoming.socket.remoteAddress ?? '';
+  if (trustedProxies.length === 0) return peer;
+  const trust: Trust = proxyaddr.compile(trustedProxies);
+  return (incoming) => nearestUntrusted(peer(incoming), forwardingChain(incoming.headers), trust);
+}
+
+/**
+ * The addresses the proxies name, nearest first, up to the first entry that names no IP address
+ * (`unknown`, an obfuscated name, a malformed element): a proxy that cannot name its client ends
+ * the chain. X-Forwarded-For first: the proxies that append Forwarded are few, and most pass a
+ * client's own Forwarded through untouched (README: a proxy that sets only Forwarded must drop it).
+ */
+function forwardingChain(headers: IncomingHttpHeaders): string[] {
+  const xForwardedFor = headers['x-forwarded-for'];
+  if (xForwardedFor !== undefined) return usable([xForwardedFor].flat().join(',').split(',').reverse().map(ipAddress));
+  const forwarded = headers.forwarded;
+  // Element by element: a client's malformed text beyond the proxies' own elements does not void theirs.
+  return forwarded ? usable(splitElements(forwarded).reverse().map(forAddress)) : [];
+}
+
+/** Walks from the peer towards the client while the hop is trusted (proxy-addr's rule). */
+function nearestUntrusted(peer: string, nearestFirst: string[], trust: Trust): string {
+  let address = peer;
+  for (let hop = 0; hop < nearestFirst.length && trust(address, hop); hop++) address = nearestFirst[hop]!;
+  return address;
+}
+
+function usable(entries: (string | undefined)[]): string[] {
+  const end = entries.indexOf(undefined);
+  return (end < 0 ? entries : entries.slice(0, end)) as string[];
+}
+
+/** `192.0.2.43`, or with a port (`192.0.2.43:47011`, `[2001:db8::17]:4711`, which some proxies write): the address. */
+function ipAddress(entry: string): string | undefined {
+  const address = entry.trim().replace(/^\[([^\]]*)\](?::\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
+  return isIP(address) ? address : undefined;
+}
+
+function forAddress(element: string): string | undefined {
+  try {
+    const value = parseForwarded(element)[0]?.for;
+    return value === undefined ? undefined : ipAddress(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The comma-separated elements of a Forwarded header (commas inside quoted strings are text). */
+function splitElements(header: string): string[] {
+  const elements: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (let i = 0; i < header.length; i++) {
+    const char = header[i]!;
+    if (char === ',' && !quoted) {
+      elements.push(current);
+      current = '';
+      continue;
+    }
+    if (char === '"') quoted = !quoted;
+    else if (char === '\\' && quoted) current += header[i++] ?? '';
+    current += header[i] ?? '';
+  }
+  elements.push(current);
+  return elements.map((element) => element.trim());
+}
