@@ -19,11 +19,13 @@ export interface Answer {
 
 /**
  * The rows a round's requests wrote, normalized so that equivalent requests give equal shapes
- * (compared between floor and server), and how many requests wrote them.
+ * (compared between floor and server), how many requests wrote them, and what is wrong in them
+ * whatever the other side wrote.
  */
 export interface WrittenRows {
   requests: number;
   shapes: string[];
+  problems: string[];
 }
 
 export interface Scenario {
@@ -58,8 +60,8 @@ export interface Round {
   probeMaxMs?: number;
   /** Answers that differed from the expected one (status or body). */
   mismatches: number;
-  /** The first few of them. */
-  mismatchSamples: Answer[];
+  /** The first few of them, where they differ. */
+  mismatchSamples: string[];
   writes?: WrittenRows;
 }
 
@@ -87,17 +89,25 @@ function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
   return () => ((running = false), done);
 }
 
+/** Where two texts part, with some context around it in each. */
+function difference(expected: string, actual: string): string {
+  let at = 0;
+  while (at < expected.length && expected[at] === actual[at]) at++;
+  const around = (text: string) => JSON.stringify(text.slice(Math.max(0, at - 40), at + 60));
+  return `at character ${at}: ${around(actual)} instead of ${around(expected)}`;
+}
+
 /**
  * Autocannon collects every body as text anyway, so each answer is compared at no cost to the
  * servers. (It decodes each chunk separately: the benchmark's bodies are ASCII.)
  */
 function answerChecker(expected: Answer) {
-  const samples: Answer[] = [];
+  const samples: string[] = [];
   let count = 0;
   const onResponse = (status: number, body: string) => {
     if (status === expected.status && body === expected.body) return;
     count++;
-    if (samples.length < MISMATCH_SAMPLES) samples.push({ status, body: body.slice(0, 300) });
+    if (samples.length < MISMATCH_SAMPLES) samples.push(status === expected.status ? difference(expected.body, body) : `${status} ${body.slice(0, 200)}`);
   };
   return { onResponse, result: () => ({ mismatches: count, mismatchSamples: samples }) };
 }
