@@ -57,7 +57,7 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side, floor and server alternately.`,
   ];
   const failed = report.modes.flatMap((mode) => mode.scenarios.filter((s) => s.mismatches.length > 0).map((s) => `${mode.mode}: ${s.name}`));
-  if (failed.length > 0) lines.push('', `**FAILED: floor and server did not answer alike under load (${failed.join('; ')}); their figures compare nothing.**`);
+  if (failed.length > 0) lines.push('', `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`);
   for (const mode of report.modes) {
     lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
     lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | server peak RSS |');
