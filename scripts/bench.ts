@@ -10,7 +10,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
-import { best, runRound, type Round, type Scenario } from './bench/load.js';
+import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
+import { invitationWrites } from './bench/invitation-rows.js';
+import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
@@ -25,11 +27,10 @@ const { values: flags } = parseArgs({
     mode: { type: 'string' },
   },
 });
-const selected = (name: string) => !flags.only || flags.only.some((word) => name.toLowerCase().includes(word.toLowerCase()));
-const sizeSelected = !flags.only || flags.only.includes('size');
-const sizeScenario = (name: DataSet) => `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization`;
 const volumes = flags.quick ? QUICK : FULL;
-const LOAD = flags.quick ? { connections: 8, seconds: 2, rounds: 1 } : { connections: 8, seconds: 6, rounds: 2 };
+/** Rounds per side and scenario; each side is summarized by its median round. */
+const ROUNDS = flags.quick ? 1 : 3;
+const LOAD = { connections: 8, seconds: flags.quick ? 2 : 6, rounds: ROUNDS };
 const SERVER_URL = 'http://bench.example';
 const run = promisify(execFile);
 
@@ -37,9 +38,8 @@ type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
 
 interface Organization {
   id: number;
-  authorization: string;
-  /** Another user of the organization (a member), for the probe beside the invitations. */
-  otherUser: string;
+  /** Each user's Authorization header; the first is the benchmark user's (an administrator). */
+  authorizations: string[];
   volume: Volume;
 }
 
@@ -60,22 +60,22 @@ async function createBenchDatabase(databaseUrl: string): Promise<string> {
   return adminUrl(databaseUrl, name);
 }
 
-/** Imports one organization through the CLI's import (the import path), with a known key for the benchmark user. */
+/** Imports one organization through the CLI's import (the import path), with a known key for every user. */
 async function importOrganization(name: DataSet, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<Organization> {
   const volume = volumes[name];
-  const { file, benchUserEmail } = benchOrganization(name, volume);
-  const apiKey = generateApiKey();
-  const otherKey = generateApiKey();
-  file.users![0]!.api_key = apiKey;
-  file.users![1]!.api_key = otherKey;
+  const { file } = benchOrganization(name, volume);
+  const basic = (email: string, key: string) => 'Basic ' + Buffer.from(`${email}:${key}`).toString('base64');
+  const authorizations = file.users!.map((user) => {
+    user.api_key = generateApiKey();
+    return basic(String(user.email), user.api_key);
+  });
   const path = join(workDir, `${name}.json`);
   await writeFile(path, JSON.stringify(file));
   const started = Date.now();
   await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
   const { rows } = await db.query('SELECT id FROM organization WHERE "stringId" = $1', [file.organization.string_id]);
-  const basic = (email: string, key: string) => 'Basic ' + Buffer.from(`${email}:${key}`).toString('base64');
-  return { id: rows[0].id, volume, authorization: basic(benchUserEmail, apiKey), otherUser: basic(String(file.users![1]!.email), otherKey) };
+  return { id: rows[0].id, volume, authorizations };
 }
 
 /**
@@ -91,83 +91,145 @@ async function outboxDelivered(db: pg.Pool) {
   throw new Error('the server did not deliver its queued e-mails within 5 minutes');
 }
 
-function scenarios(org: Organization, db: pg.Pool): Scenario[] {
-  const headers = { authorization: org.authorization };
+const runId = Date.now().toString(36);
+let invitationBatch = 0;
+
+const asAdministrator = (org: Organization) => ({ authorization: org.authorizations[0]! });
+
+const attachments = (org: Organization): ScenarioSpec => ({ method: 'GET', path: '/api/v1/attachments', headers: asAdministrator(org) });
+
+const graphqlAttachments = (org: Organization): ScenarioSpec => ({
+  method: 'POST',
+  path: '/graphql',
+  headers: { ...asAdministrator(org), 'content-type': 'application/json' },
+  body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
+});
+
+function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
   let emoji = 0;
-  let invitation = 0;
-  const runId = Date.now().toString(36);
-  const invites = (count: number): Scenario => ({
-    name: `POST /api/v1/invites, ${count} address${count > 1 ? 'es' : ''}`,
+  return {
+    method: 'DELETE',
+    path: '/',
+    headers: asAdministrator(org),
+    vary: (request) => ({ ...request, path: `/api/v1/realm/emoji/${emojiName(emoji++ % org.volume.emoji)}` }),
+    // The names run on from round to round: a request the previous round left in flight can
+    // still deactivate its emoji after this reset, and must not be one this round asks for.
+    reset: async () => {
+      await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
+    },
+  };
+}
+
+/** Invitations of `count` new addresses each; by the administrator, or by every user in turn. */
+function invites(org: Organization, db: pg.Pool, count: number, { everyone = false } = {}): ScenarioSpec {
+  let caller = 0;
+  return {
     method: 'POST',
     path: '/api/v1/invites',
     minimumSeconds: count > 1 ? 6 : 0,
-    probe: count > 1 ? { path: '/api/v1/users/me', headers: { authorization: org.otherUser } } : undefined,
+    probe: count > 1 ? { path: '/api/v1/users/me', headers: { authorization: org.authorizations[1]! } } : undefined,
     reset: () => outboxDelivered(db),
-    headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+    recordWrites: invitationWrites(db, org.id, count),
+    headers: { ...asAdministrator(org), 'content-type': 'application/x-www-form-urlencoded' },
     vary: (request) => {
-      const batch = invitation++;
+      const batch = invitationBatch++;
       const emails = Array.from({ length: count }, (_, k) => `invitee-${runId}-${batch}-${k}@invitees.example`);
-      return { ...request, body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString() };
+      const headers = everyone ? { ...request.headers, authorization: org.authorizations[caller++ % org.authorizations.length]! } : request.headers;
+      return { ...request, headers, body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString() };
     },
-  });
-  return [
-    { name: 'GET /api/v1/attachments', method: 'GET', path: '/api/v1/attachments', headers },
-    {
-      name: 'GraphQL attachments { messages { id dateSent } }',
-      method: 'POST',
-      path: '/graphql',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
-    },
-    {
-      name: 'DELETE /api/v1/realm/emoji/{name}',
-      method: 'DELETE',
-      path: '/',
-      headers,
-      vary: () => ({ path: `/api/v1/realm/emoji/${emojiName(emoji++ % org.volume.emoji)}` }),
-      // The names run on from round to round: a request the previous round left in flight can
-      // still deactivate its emoji after this reset, and must not be one this round asks for.
-      reset: async () => {
-        await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
-      },
-    },
-    invites(1),
-    invites(100),
-  ];
+  };
 }
 
-/** Same request to both: attachments must match byte for byte, the others in status and body. */
-async function assertSameAnswers(list: Scenario[], floor: BenchProcess, real: BenchProcess) {
-  for (const scenario of list) {
-    const answer = async (server: BenchProcess) => {
-      const request = scenario.vary?.({ path: scenario.path, body: scenario.body }) ?? scenario;
-      const response = await fetch(server.url + request.path, { method: scenario.method, headers: scenario.headers, body: request.body });
-      return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
-    };
-    const [a, b] = [await answer(floor), await answer(real)];
-    if (a.status !== b.status || !a.body.equals(b.body)) {
-      throw new Error(`${scenario.name}: the floor answered ${a.status} ${a.body.toString().slice(0, 300)}\nthe server answered ${b.status} ${b.body.toString().slice(0, 300)}`);
-    }
-  }
+// The organization-size rounds follow the invitations: the e-mails those queued are delivered first.
+const sizeRound = (org: Organization, db: pg.Pool): ScenarioSpec => ({ ...attachments(org), reset: () => outboxDelivered(db) });
+const sizeName = (name: DataSet) => `GET /api/v1/attachments, ${volumes[name].attachments} attachments in the organization`;
+
+type ScenarioSpec = Omit<Scenario, 'name'>;
+
+interface RegisteredScenario {
+  name: string;
+  /** The data set it runs on (imported only when a selected scenario needs it). */
+  organization: DataSet;
+  build: (org: Organization, db: pg.Pool) => ScenarioSpec;
+  /** Selected by `--only <word>` with this word alone, not by the words of its name. */
+  word?: string;
+}
+
+/**
+ * The scenarios, in the order they run, each measured against the floor, which must answer it
+ * alike (scripts/bench/compare.ts). To add one, add an entry here; `Scenario` in
+ * scripts/bench/load.ts says what it may declare.
+ */
+const SCENARIOS: RegisteredScenario[] = [
+  { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
+  { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
+  { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
+  { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, db) => invites(org, db, 1) },
+  { name: 'POST /api/v1/invites, 100 addresses', organization: 'main', build: (org, db) => invites(org, db, 100) },
+  {
+    // Each of many members in turn, so the per-user limit (200 a minute) is not what is measured:
+    // the counters' upsert per request is.
+    name: `POST /api/v1/invites, 1 address, ${volumes.crowd.users} members in turn, default rate limits`,
+    organization: 'crowd',
+    build: (org, db) => ({ ...invites(org, db, 1, { everyone: true }), rateLimited: true }),
+  },
+  { name: sizeName('small'), organization: 'small', word: 'size', build: sizeRound },
+  { name: sizeName('large'), organization: 'large', word: 'size', build: sizeRound },
+];
+
+const isSelected = (entry: RegisteredScenario) =>
+  !flags.only || flags.only.some((word) => (entry.word ? word === entry.word : entry.name.toLowerCase().includes(word.toLowerCase())));
+
+/** The unknown emoji's refusal too must be the same. */
+async function assertSameRefusal(org: Organization, { floor, real }: Pair) {
   const missing = (server: BenchProcess) =>
-    fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: list[0]!.headers }).then(async (r) => `${r.status} ${await r.text()}`);
+    fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: asAdministrator(org) }).then(async (r) => `${r.status} ${await r.text()}`);
   const [a, b] = [await missing(floor), await missing(real)];
   if (a !== b) throw new Error(`unknown emoji: the floor answered ${a}, the server ${b}`);
 }
 
-/** Alternates floor and server, `rounds` times each; keeps each one's best round. */
-async function measure(scenario: Scenario, floor: BenchProcess, real: BenchProcess): Promise<ScenarioResult> {
-  let floorBest: Round | undefined;
-  let realBest: Round | undefined;
+/** Alternates floor and server, ROUNDS times each; summarizes each side by its median round. */
+async function measure(scenario: Scenario, { floor, real }: Pair): Promise<ScenarioResult> {
+  const expected = await agreedAnswer(scenario, { floor, real });
+  const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
   let serverPeakRss = 0;
-  for (let i = 0; i < LOAD.rounds; i++) {
-    floorBest = best(floorBest, await runRound(scenario, floor, LOAD));
+  for (let i = 0; i < ROUNDS; i++) {
+    rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
     const rss = sampleRss(real.child.pid!, () => []);
-    realBest = best(realBest, await runRound(scenario, real, LOAD));
+    rounds.real.push(await runRound(scenario, real, expected, LOAD));
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
   }
-  console.error(`${scenario.name}: server ${realBest!.requestsPerSecond.toFixed(0)} req/s, floor ${floorBest!.requestsPerSecond.toFixed(0)} req/s`);
-  return { name: scenario.name, real: realBest!, floor: floorBest!, serverPeakRss };
+  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
+  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)`);
+  return result;
+}
+
+/**
+ * A server and a floor with the default rate limits (API_RATE_LIMIT unset) on the same database,
+ * for the scenarios that declare `rateLimited`; stopped once measured.
+ */
+async function withRateLimitedPair<T>(env: Record<string, string>, workDir: string, use: (pair: Pair) => Promise<T>): Promise<T> {
+  const limited = { ...env, API_RATE_LIMIT: undefined };
+  const started: BenchProcess[] = [];
+  try {
+    started.push(await startProcess('server (default rate limits)', realServerCommand(), limited, join(workDir, 'server-limited')));
+    started.push(await startProcess('floor (default rate limits)', FLOOR_COMMAND, limited, join(workDir, 'floor-limited')));
+    return await use({ real: started[0]!, floor: started[1]! });
+  } finally {
+    for (const one of started) await one.stop();
+  }
+}
+
+/** A rate-limited scenario measures nothing if a side ran without its counters. */
+async function uncountedSides(db: pg.Pool): Promise<string[]> {
+  const { rows } = await db.query(`SELECT prefix FROM unnest(ARRAY['user:', 'floor-user:']) AS prefix
+                                    WHERE NOT EXISTS (SELECT FROM rate_counter WHERE starts_with(key, prefix))`);
+  return rows.map((row) => `no rate counter of ${row.prefix === 'user:' ? 'the server' : 'the floor'}: it ran without the rate limits`);
+}
+
+async function measureRateLimited(scenario: Scenario, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<ScenarioResult> {
+  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited));
+  return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
 async function benchMode(mode: Mode): Promise<ModeResult> {
@@ -179,6 +241,7 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
   const databaseUrl = mode.kind === 'external' ? await createBenchDatabase(mode.databaseUrl) : embeddedDatabaseUrl(serverDir);
   const common = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400' };
   const env = { ...common, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
+  const entries = SCENARIOS.filter(isSelected);
   let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
   let floor: BenchProcess | undefined;
@@ -188,25 +251,23 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
     db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
-      if (name === 'main' || sizeSelected) organizations[name] = await importOrganization(name, env, workDir, db);
+      if (name === 'main' || entries.some((entry) => entry.organization === name)) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
     const databasePids = () => embeddedPostgresPids(real!.dataDir);
-    const all = scenarios(organizations.main!, db);
-    await assertSameAnswers(all, floor, real);
-    const list = all.filter((scenario) => selected(scenario.name));
+    const pair = { floor, real };
+    await assertSameRefusal(organizations.main!, pair);
 
     const realRss = sampleRss(real.child.pid!, databasePids);
     const floorRss = sampleRss(floor.child.pid!, () => []);
     const results: ScenarioResult[] = [];
-    for (const scenario of list) results.push(await measure(scenario, floor, real));
-    for (const name of ['small', 'large'] as const) {
-      if (!organizations[name]) continue;
-      const [rest] = scenarios(organizations[name]!, db);
-      // They follow the invitations: the e-mails those queued are delivered first.
-      results.push(await measure({ ...rest!, name: sizeScenario(name), reset: () => outboxDelivered(db!) }, floor, real));
+    for (const entry of entries) {
+      const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, db) };
+      const result = scenario.rateLimited ? await measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db) : await measure(scenario, pair);
+      for (const mismatch of result.mismatches) console.error(`MISMATCH ${scenario.name}: ${mismatch}`);
+      results.push(result);
     }
     const realPeaks = realRss.stop();
     return {
@@ -247,6 +308,11 @@ async function main() {
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
   console.error(`Wrote ${name}.json and ${name}.md`);
+  const mismatches = modes.flatMap((mode) => mode.scenarios).filter((scenario) => scenario.mismatches.length > 0);
+  if (mismatches.length > 0) {
+    console.error(`FAILED: floor and server did not do the same work in ${mismatches.map((s) => `"${s.name}"`).join(', ')} (see MISMATCH above and the report).`);
+    process.exitCode = 1;
+  }
 }
 
 await main();

@@ -2,11 +2,14 @@
 // bodies as the real one. node:http, hand-written SQL through `pg`, no framework, no ORM. It knows
 // only the benchmark's requests (and assumes what its data guarantees: an administrator inviting
 // new addresses into an organization without limits, no channels).
-// Started by scripts/bench/processes.ts with DATABASE_URL, PORT, SERVER_URL and INVITATION_LINK_VALIDITY_MINUTES.
+// Started by scripts/bench/processes.ts with DATABASE_URL, PORT, SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES
+// and API_RATE_LIMIT.
 import '../../src/db/statement-counter.js';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
+import { AUTH_CHANGED_CHANNEL } from '../../src/domain/auth/auth-cache.js';
+import { parseRateRules } from '../../src/domain/auth/rate-limit.js';
 import { emojiDict } from '../../src/domain/emoji/custom-emoji.js';
 import { renderInvitationEmail } from '../../src/domain/email/invitation-email.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
@@ -29,8 +32,20 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
   res.end(JSON.stringify(body) + (contentType === 'application/json' ? '\n' : ''));
 }
 
+// Authenticated callers by Authorization header, as the server caches them by key: a request
+// that hits needs no statement. Any change of a user's credentials or an organization's state
+// (the server's notifications, migration auth_change_notifications) empties it.
+const callers = new Map<string, Caller>();
+const listener = new pg.Client({ connectionString: process.env.DATABASE_URL });
+await listener.connect();
+listener.on('notification', () => callers.clear());
+await listener.query(`LISTEN ${AUTH_CHANGED_CHANNEL}`);
+
 async function authenticate(req: IncomingMessage): Promise<Caller | undefined> {
-  const [scheme, encoded] = (req.headers.authorization ?? '').split(' ');
+  const header = req.headers.authorization ?? '';
+  const cached = callers.get(header);
+  if (cached) return cached;
+  const [scheme, encoded] = header.split(' ');
   if (scheme !== 'Basic' || !encoded) return undefined;
   const [email, key] = Buffer.from(encoded, 'base64').toString().split(':');
   const hash = createHash('sha256').update(key ?? '').digest('hex');
@@ -41,7 +56,28 @@ async function authenticate(req: IncomingMessage): Promise<Caller | undefined> {
   );
   const user = rows[0];
   if (!user || user.emailKey !== email?.toLowerCase() || !user.isActive || user.deactivated) return undefined;
+  callers.set(header, user);
   return user;
+}
+
+// The per-user limits (API_RATE_LIMIT, the server's parsing): one upsert of the caller's counters
+// per request, as the server makes. The floor's keys are its own, so its requests never count
+// against the server's limits on the same database.
+const rateRules = parseRateRules(process.env.API_RATE_LIMIT);
+const COUNT_HIT = `
+  INSERT INTO rate_counter (key, count, "windowEnd")
+  SELECT key, 1, $1::timestamp(3) + make_interval(secs => seconds) FROM unnest($2::text[], $3::int[]) AS rule(key, seconds)
+  ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN rate_counter."windowEnd" <= $1::timestamp(3) THEN 1 ELSE rate_counter.count + 1 END,
+    "windowEnd" = CASE WHEN rate_counter."windowEnd" <= $1::timestamp(3) THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
+  RETURNING key, count`;
+
+/** False when one of the caller's windows is over its limit. */
+async function withinRateLimits(caller: Caller): Promise<boolean> {
+  if (rateRules.length === 0) return true;
+  const keys = rateRules.map((rule) => `floor-user:${caller.id}:${rule.windowSeconds}`);
+  const { rows } = await pool.query(COUNT_HIT, [new Date().toISOString(), keys, rateRules.map((rule) => rule.windowSeconds)]);
+  return rows.every((row) => row.count <= rateRules[keys.indexOf(row.key)]!.maxRequests);
 }
 
 async function ownAttachments(caller: Caller, withDates: boolean) {
@@ -174,6 +210,7 @@ async function handle(req: IncomingMessage, res: ServerResponse) {
   if (req.url === '/health') return send(res, 200, { status: 'ok' });
   const caller = await authenticate(req);
   if (!caller) return send(res, 401, { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' });
+  if (!(await withinRateLimits(caller))) return send(res, 429, { result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' });
   const emoji = /^\/api\/v1\/realm\/emoji\/([^/]+)$/.exec(req.url ?? '');
   if (req.method === 'GET' && req.url === '/api/v1/attachments') return restAttachments(caller, res);
   // The probe beside the invitations (its body is not compared).
@@ -191,4 +228,4 @@ const server = createServer((req, res) => {
   });
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');
-process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+process.on('SIGTERM', () => server.close(() => void Promise.all([pool.end(), listener.end()]).then(() => process.exit(0))));

@@ -1,8 +1,32 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
-// server's SQL statements counted around it. Every response must be a 2xx.
+// server's SQL statements counted around it. Every answer is compared with the one floor and
+// server agreed on before the load; the rows the round wrote are summarized for comparison.
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
+
+export interface Request {
+  path: string;
+  body?: string;
+  headers: Record<string, string>;
+}
+
+/** An answer: the status and the body as text. */
+export interface Answer {
+  status: number;
+  body: string;
+}
+
+/**
+ * The rows a round's requests wrote, normalized so that equivalent requests give equal shapes
+ * (compared between floor and server), how many requests wrote them, and what is wrong in them
+ * whatever the other side wrote.
+ */
+export interface WrittenRows {
+  requests: number;
+  shapes: string[];
+  problems: string[];
+}
 
 export interface Scenario {
   name: string;
@@ -10,8 +34,12 @@ export interface Scenario {
   path: string;
   headers: Record<string, string>;
   body?: string;
-  /** A fresh path or body per request (emoji names, invited addresses). */
-  vary?: (request: { path: string; body?: string }) => { path: string; body?: string };
+  /** A fresh path, body or caller per request (emoji names, invited addresses, many users). */
+  vary?: (request: Request) => Request;
+  /** Call before a round; the function it returns summarizes what the round wrote. */
+  recordWrites?: () => Promise<() => Promise<WrittenRows>>;
+  /** Run against a pair started with the default rate limits (API_RATE_LIMIT unset) instead of without limits. */
+  rateLimited?: boolean;
   /** Seconds per round when longer than the run's (requests that take seconds each). */
   minimumSeconds?: number;
   /** Another user's request, sent every 50 ms during the round: its worst latency shows who waits behind this load. */
@@ -30,7 +58,18 @@ export interface Round {
   failed: number;
   /** Worst latency of the probe request during the round, when the scenario has one. */
   probeMaxMs?: number;
+  /** Answers that differed from the expected one (status or body). */
+  mismatches: number;
+  /** The first few of them, where they differ. */
+  mismatchSamples: string[];
+  writes?: WrittenRows;
 }
+
+/** The request as the scenario sends it, varied when it varies. */
+export const firstRequest = (scenario: Scenario): Request =>
+  scenario.vary?.({ path: scenario.path, body: scenario.body, headers: scenario.headers }) ?? scenario;
+
+const MISMATCH_SAMPLES = 3;
 
 /** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */
 function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
@@ -50,8 +89,33 @@ function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
   return () => ((running = false), done);
 }
 
-export async function runRound(scenario: Scenario, server: BenchProcess, options: { connections: number; seconds: number }): Promise<Round> {
+/** Where two texts part, with some context around it in each. */
+function difference(expected: string, actual: string): string {
+  let at = 0;
+  while (at < expected.length && expected[at] === actual[at]) at++;
+  const around = (text: string) => JSON.stringify(text.slice(Math.max(0, at - 40), at + 60));
+  return `at character ${at}: ${around(actual)} instead of ${around(expected)}`;
+}
+
+/**
+ * Autocannon collects every body as text anyway, so each answer is compared at no cost to the
+ * servers. (It decodes each chunk separately: the benchmark's bodies are ASCII.)
+ */
+function answerChecker(expected: Answer) {
+  const samples: string[] = [];
+  let count = 0;
+  const onResponse = (status: number, body: string) => {
+    if (status === expected.status && body === expected.body) return;
+    count++;
+    if (samples.length < MISMATCH_SAMPLES) samples.push(status === expected.status ? difference(expected.body, body) : `${status} ${body.slice(0, 200)}`);
+  };
+  return { onResponse, result: () => ({ mismatches: count, mismatchSamples: samples }) };
+}
+
+export async function runRound(scenario: Scenario, server: BenchProcess, expected: Answer, options: { connections: number; seconds: number }): Promise<Round> {
   await scenario.reset?.();
+  const writes = await scenario.recordWrites?.();
+  const checker = answerChecker(expected);
   const before = await server.statements();
   const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
@@ -64,8 +128,9 @@ export async function runRound(scenario: Scenario, server: BenchProcess, options
         path: scenario.path,
         headers: scenario.headers,
         body: scenario.body,
+        onResponse: checker.onResponse,
         ...(scenario.vary && {
-          setupRequest: (request) => ({ ...request, ...scenario.vary!({ path: request.path!, body: request.body as string | undefined }) }),
+          setupRequest: (request) => ({ ...request, ...scenario.vary!({ path: request.path!, body: request.body as string | undefined, headers: scenario.headers }) }),
         }),
       },
     ],
@@ -86,8 +151,13 @@ export async function runRound(scenario: Scenario, server: BenchProcess, options
     sqlPerRequest: (after - before) / requests,
     failed,
     probeMaxMs,
+    ...checker.result(),
+    writes: await writes?.(),
   };
 }
 
-/** The round with the higher throughput. */
-export const best = (a: Round | undefined, b: Round) => (a && a.requestsPerSecond >= b.requestsPerSecond ? a : b);
+/** The round in the middle by throughput (of an even number, the lower of the two middle ones). */
+export function median(rounds: Round[]): Round {
+  const sorted = [...rounds].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}

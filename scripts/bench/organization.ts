@@ -20,12 +20,15 @@ export const FULL = {
   main: { users: 50, attachments: 20_500, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 40_000 },
   small: { users: 50, attachments: 2_000, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 0 },
   large: { users: 50, attachments: 200_000, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 0 },
+  // Members who invite in turn under the default rate limits.
+  crowd: { users: 500, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 },
 } satisfies Record<string, Volume>;
 
 export const QUICK = {
   main: { users: 20, attachments: 1_000, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 4_000 },
   small: { users: 20, attachments: 200, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
   large: { users: 20, attachments: 5_000, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
+  crowd: { users: 100, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 },
 } satisfies Record<string, Volume>;
 
 export type DataSet = keyof typeof FULL;
@@ -37,7 +40,8 @@ export function describeVolume(v: Volume): string {
   return `${v.users} users, ${v.attachments} attachments (${v.ownedByBenchUser} the benchmark user's, each linked from ${v.linksPerOwned} messages), ${v.emoji} custom emoji`;
 }
 
-export function benchOrganization(name: string, volume: Volume, now = Date.now()): { file: OrganizationFileInput; benchUserEmail: string } {
+/** The organization's import file; its first user is the benchmark user. */
+export function benchOrganization(name: string, volume: Volume, now = Date.now()): { file: OrganizationFileInput } {
   const tag = `${name}-${randomBytes(3).toString('hex')}`;
   const monthAgo = Math.floor(now / 1000) - 30 * 86_400;
   const email = (i: number) => `user${i}-${tag}@${BENCH_DOMAIN}`;
@@ -67,7 +71,6 @@ export function benchOrganization(name: string, volume: Volume, now = Date.now()
     attachment_ids: [firstId + (m % volume.ownedByBenchUser)],
   }));
   return {
-    benchUserEmail: email(0),
     file: {
       organization: { string_id: tag, name: `Benchmark ${name}`, max_invites: null, license_limit: null },
       users,

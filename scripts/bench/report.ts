@@ -9,6 +9,8 @@ export interface ScenarioResult {
   floor: Round;
   /** The server's resident memory at its highest during this scenario's rounds (bytes). */
   serverPeakRss: number;
+  /** Where floor and server did not answer or write alike under load: the run fails. */
+  mismatches: string[];
 }
 
 export interface ModeResult {
@@ -52,8 +54,10 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     `# Benchmark${report.quick ? ' (--quick)' : ''}, ${report.date}`,
     '',
     `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
-    `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, best of ${report.load.rounds}, floor and server alternately.`,
+    `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side, floor and server alternately.`,
   ];
+  const failed = report.modes.flatMap((mode) => mode.scenarios.filter((s) => s.mismatches.length > 0).map((s) => `${mode.mode}: ${s.name}`));
+  if (failed.length > 0) lines.push('', `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`);
   for (const mode of report.modes) {
     lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
     lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | server peak RSS |');
@@ -64,8 +68,11 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
           `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
       );
     }
+    for (const s of mode.scenarios.filter((x) => x.mismatches.length > 0)) {
+      lines.push('', `**MISMATCH, ${s.name}:**`, '', ...s.mismatches.map((m) => `- ${m.replaceAll('\n', ' ')}`));
+    }
     for (const s of mode.scenarios.filter((x) => x.real.failed + x.floor.failed > 0)) {
-      lines.push('', `**${s.name}: ${s.real.failed} failed answers from the server, ${s.floor.failed} from the floor** in the best rounds (see the run's log for their statuses).`);
+      lines.push('', `**${s.name}: ${s.real.failed} failed answers from the server, ${s.floor.failed} from the floor** in the median rounds (see the run's log for their statuses).`);
     }
     for (const s of mode.scenarios.filter((x) => x.real.probeMaxMs !== undefined)) {
       lines.push('', `Another user's GET /api/v1/users/me every 50 ms during "${s.name}": worst ${s.real.probeMaxMs!.toFixed(0)} ms (floor: ${s.floor.probeMaxMs!.toFixed(0)} ms).`);
