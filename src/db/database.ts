@@ -74,15 +74,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if ('databaseUrl' in options) {
     const url = withLibpqSslModes(options.databaseUrl);
     const directUrl = options.directUrl ? withLibpqSslModes(options.directUrl) : url;
-    for (const each of new Set([directUrl, url])) await waitForPostgres(each, options.waitSeconds ?? 0, options.log ?? (() => {}));
+    const wait = (each: string, startup: pg.ClientConfig) => waitForPostgres(each, startup, options.waitSeconds ?? 0, options.log ?? (() => {}));
+    if (directUrl !== url) await wait(directUrl, {});
+    // With the pool's own start-up parameters: a pooler named without DATABASE_DIRECT_URL fails here, not at every request.
+    await wait(url, lockWaitOf({ url, directUrl }, options).connection);
     return openPostgres({ url, directUrl }, 'external', options, async () => {});
   }
   return openEmbedded(options);
 }
 
+const lockWaitOf = (urls: ConnectionUrls, options: PoolOptions) => lockWait((options.lockWaitSeconds ?? 0) * 1000, urls.url !== urls.directUrl);
+
 async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
   await migrateOnce(urls.directUrl);
-  const limit = lockWait((options.lockWaitSeconds ?? 0) * 1000, urls.url !== urls.directUrl);
+  const limit = lockWaitOf(urls, options);
   const pool = new pg.Pool({ connectionString: urls.url, max: POOL_SIZE, ...limit.connection, types: SQL_TYPE_PARSERS });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
@@ -112,8 +117,8 @@ async function migrateOnce(directUrl: string): Promise<void> {
   });
 }
 
-async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString });
+async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>, startup: pg.ClientConfig = {}): Promise<T> {
+  const client = new pg.Client({ connectionString, ...startup });
   await client.connect();
   try {
     return await work(client);
@@ -123,6 +128,10 @@ async function withClient<T>(connectionString: string, work: (client: pg.Client)
 }
 
 const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ENOENT', '57P03']);
+
+/** PgBouncer's answer to the lock wait limit's start-up parameter names what is missing. */
+const hintFor = (reason: string) =>
+  /unsupported startup parameter/.test(reason) ? ' (a pooler such as PgBouncer: set DATABASE_DIRECT_URL to PostgreSQL itself)' : '';
 
 /** For the start-up banner: where the data is, without the password. */
 export function describeDatabase(database: Database): string {
@@ -141,16 +150,16 @@ function describe(url: string): string {
 }
 
 /** Waits for PostgreSQL to accept connections, saying so on every try; refusals that waiting cannot fix fail at once. */
-async function waitForPostgres(url: string, waitSeconds: number, log: (line: string) => void): Promise<void> {
+async function waitForPostgres(url: string, startup: pg.ClientConfig, waitSeconds: number, log: (line: string) => void): Promise<void> {
   const deadline = Date.now() + waitSeconds * 1000;
   for (let attempt = 1; ; attempt++) {
     try {
-      await withClient(url, (client) => client.query('SELECT 1'));
+      await withClient(url, (client) => client.query('SELECT 1'), startup);
       return;
     } catch (error) {
       const code = (error as { code?: string }).code ?? '';
       const reason = (error as Error).message || code;
-      if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}`);
+      if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}${hintFor(reason)}`);
       if (Date.now() + 2000 > deadline) {
         throw new StartupError(`${describe(url)} is unreachable (${reason}); gave up after ${attempt} tries (DATABASE_WAIT_SECONDS=${waitSeconds}).`);
       }

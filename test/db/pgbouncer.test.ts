@@ -6,6 +6,7 @@
 // the 503 on a lock wait (test/security/lock-wait.test.ts), migrations (migrations.test.ts).
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
+import { StartupError } from '../../src/startup-error.js';
 import { testDatabaseUrls } from '../support/server.js';
 
 const throughPooler = inject('pooledDatabaseUrl') !== inject('databaseUrl');
@@ -39,5 +40,14 @@ describe.skipIf(!throughPooler)('through PgBouncer (runs when DATABASE_DIRECT_UR
     const [after] = await database.prisma.$queryRawUnsafe<Setting[]>(SETTING);
     expect(after!.pid).toBe(inside!.pid);
     expect({ inside: inside!.lockTimeout, after: after!.lockTimeout }).toEqual({ inside: '3s', after: serverDefault });
+  });
+
+  test('DATABASE_URL to PgBouncer without DATABASE_DIRECT_URL stops the start in one line that names the fix', async () => {
+    const { databaseUrl } = await testDatabaseUrls();
+    const opening = openDatabase({ databaseUrl, lockWaitSeconds: 3 });
+    await expect(opening).rejects.toThrow(StartupError);
+    await expect(opening).rejects.toThrow(
+      /^Cannot use PostgreSQL at .+: unsupported startup parameter: lock_timeout \(a pooler such as PgBouncer: set DATABASE_DIRECT_URL to PostgreSQL itself\)$/,
+    );
   });
 });
