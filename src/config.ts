@@ -1,5 +1,7 @@
 // Server configuration, read once from the environment.
+import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
+import { SUPPORTED_SSL_MODES } from './db/tls.js';
 import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { parseTrustedProxies } from './http/client-address.js';
@@ -12,6 +14,8 @@ export interface Config {
   serverUrl: string;
   /** postgresql://... for a PostgreSQL server; undefined for the embedded PostgreSQL under dataDir. */
   databaseUrl?: string;
+  /** PostgreSQL itself when databaseUrl goes through a pooler in transaction mode (PgBouncer); undefined: databaseUrl is direct. */
+  databaseDirectUrl?: string;
   /** How long start-up waits for an unreachable DATABASE_URL before giving up. */
   databaseWaitSeconds: number;
   /** How long a statement waits for a row lock (an organization's, say) before the request answers 503; 0: no limit. */
@@ -111,19 +115,49 @@ function lockWaitSeconds(value: string | undefined): number {
   return seconds;
 }
 
-function postgresUrl(value: string | undefined): string | undefined {
+function postgresUrl(name: string, value: string | undefined): string | undefined {
   if (!value) return undefined;
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new StartupError('DATABASE_URL is not a URL: expected postgresql://user:password@host:5432/database');
+    throw new StartupError(`${name} is not a URL: expected postgresql://user:password@host:5432/database`);
   }
   if (url.protocol !== 'postgresql:' && url.protocol !== 'postgres:') {
-    throw new StartupError(`DATABASE_URL must start with postgresql:// (got ${url.protocol}//...)`);
+    throw new StartupError(`${name} must start with postgresql:// (got ${url.protocol}//...)`);
   }
-  if (url.pathname.length <= 1) throw new StartupError('DATABASE_URL names no database: expected postgresql://user:password@host:5432/database');
+  if (url.pathname.length <= 1) throw new StartupError(`${name} names no database: expected postgresql://user:password@host:5432/database`);
+  checkTlsParameters(name, url.searchParams);
   return value;
+}
+
+function checkTlsParameters(name: string, params: URLSearchParams): void {
+  const mode = params.get('sslmode');
+  if (mode !== null && !(SUPPORTED_SSL_MODES as readonly string[]).includes(mode)) {
+    throw new StartupError(`${name}: sslmode=${mode} is not supported; use ${SUPPORTED_SSL_MODES.join(', ')}`);
+  }
+  const rootCert = params.get('sslrootcert');
+  if (mode === 'verify-ca' && (!rootCert || rootCert === 'system')) throw new StartupError(`${name}: sslmode=verify-ca needs sslrootcert=<file of the CA>`);
+  for (const key of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = params.get(key);
+    if (file && !(key === 'sslrootcert' && file === 'system')) readableFile(name, key, file);
+  }
+}
+
+function readableFile(name: string, key: string, file: string): void {
+  try {
+    accessSync(file, constants.R_OK);
+  } catch (error) {
+    throw new StartupError(`${name}: ${key} ${file} cannot be read (${(error as NodeJS.ErrnoException).code})`);
+  }
+}
+
+function directPostgresUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const direct = postgresUrl('DATABASE_DIRECT_URL', env.DATABASE_DIRECT_URL);
+  if (direct && !env.DATABASE_URL) {
+    throw new StartupError('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler (PgBouncer) and DATABASE_DIRECT_URL to PostgreSQL itself');
+  }
+  return direct;
 }
 
 function port(name: string, value: string | undefined, fallback?: number): number | undefined {
@@ -168,7 +202,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     port: listenPort,
     serverUrl,
-    databaseUrl: postgresUrl(env.DATABASE_URL),
+    databaseUrl: postgresUrl('DATABASE_URL', env.DATABASE_URL),
+    databaseDirectUrl: directPostgresUrl(env),
     databaseWaitSeconds: integer('DATABASE_WAIT_SECONDS', env.DATABASE_WAIT_SECONDS, 30)!,
     databaseLockWaitSeconds: lockWaitSeconds(env.DATABASE_LOCK_WAIT_SECONDS),
     embeddedPostgresPort: port('EMBEDDED_POSTGRES_PORT', env.EMBEDDED_POSTGRES_PORT),

@@ -68,7 +68,7 @@ export async function startServer(
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
   const authCache = new AuthCache();
   const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
-  const stopListening = await listenForNotifications(database.url, [authCache, rateLimiter.lockouts]);
+  const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts]);
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,

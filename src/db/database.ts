@@ -1,5 +1,7 @@
 // Opens the database, always PostgreSQL: the server named by DATABASE_URL, or the embedded one under
-// DATA_DIR. Migrations are applied before the client is handed out.
+// DATA_DIR. Migrations are applied before the client is handed out. DATABASE_URL may go through a
+// pooler in transaction mode (PgBouncer) when DATABASE_DIRECT_URL names PostgreSQL itself: what needs
+// a session of its own (LISTEN, session-level advisory locks, migrations) uses the direct URL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
@@ -9,6 +11,8 @@ import { logger } from '../logging.js';
 import { SQL_TYPE_PARSERS, sqlOver, type Sql } from './sql.js';
 import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
+import { lockWait } from './lock-wait.js';
+import { withLibpqSslModes } from './tls.js';
 
 export type Prisma = PrismaClient;
 
@@ -19,8 +23,10 @@ export interface Database {
   /** The connection pool under both (its counts for the metrics). */
   pool: pg.Pool;
   kind: 'external' | 'embedded';
-  /** The connection string in use (for the embedded database: its Unix socket). */
+  /** The connection string in use (for the embedded database: its Unix socket), through a pooler when it differs from `directUrl`. */
   url: string;
+  /** PostgreSQL itself, for sessions of their own (LISTEN); `url` when there is no pooler. */
+  directUrl: string;
   close(): Promise<void>;
 }
 
@@ -31,7 +37,13 @@ interface PoolOptions {
 
 export type DatabaseOptions = PoolOptions &
   (
-  | { databaseUrl: string; waitSeconds?: number; log?: (line: string) => void }
+  | {
+      databaseUrl: string;
+      /** PostgreSQL itself when databaseUrl goes through a pooler in transaction mode (DATABASE_DIRECT_URL). */
+      directUrl?: string;
+      waitSeconds?: number;
+      log?: (line: string) => void;
+    }
   /**
    * The embedded PostgreSQL under dataDir. The server owns it (one server per data directory; it
    * stops PostgreSQL when it stops); a tool only borrows it, and stops it afterwards only when it
@@ -43,7 +55,7 @@ export type DatabaseOptions = PoolOptions &
 export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log?: (line: string) => void): DatabaseOptions {
   const lockWaitSeconds = config.databaseLockWaitSeconds;
   return config.databaseUrl
-    ? { databaseUrl: config.databaseUrl, waitSeconds: config.databaseWaitSeconds, lockWaitSeconds, log }
+    ? { databaseUrl: config.databaseUrl, directUrl: config.databaseDirectUrl, waitSeconds: config.databaseWaitSeconds, lockWaitSeconds, log }
     : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, lockWaitSeconds, log };
 }
 
@@ -54,28 +66,41 @@ const POOL_SIZE = 10;
 const MIGRATION_LOCK_KEY = 7_294_015_331;
 const SERVER_LOCK_KEY = 7_294_015_332;
 
+/** Where the pool connects, and where sessions of their own go (the same URL without a pooler). */
+interface ConnectionUrls {
+  url: string;
+  directUrl: string;
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if ('databaseUrl' in options) {
-    await waitForPostgres(options.databaseUrl, options.waitSeconds ?? 0, options.log ?? (() => {}));
-    return openPostgres(options.databaseUrl, 'external', options, async () => {});
+    const url = withLibpqSslModes(options.databaseUrl);
+    const directUrl = options.directUrl ? withLibpqSslModes(options.directUrl) : url;
+    const wait = (each: string, startup: pg.ClientConfig) => waitForPostgres(each, startup, options.waitSeconds ?? 0, options.log ?? (() => {}));
+    if (directUrl !== url) await wait(directUrl, {});
+    // With the pool's own start-up parameters: a pooler named without DATABASE_DIRECT_URL fails here, not at every request.
+    await wait(url, lockWaitOf({ url, directUrl }, options).connection);
+    return openPostgres({ url, directUrl }, 'external', options, async () => {});
   }
   return openEmbedded(options);
 }
 
-async function openPostgres(connectionString: string, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
-  await migrateOnce(connectionString);
-  // lock_timeout travels with each connection's start-up, so every transaction (Prisma's and ours) has it.
-  const pool = new pg.Pool({ connectionString, max: POOL_SIZE, lock_timeout: (options.lockWaitSeconds ?? 0) * 1000, types: SQL_TYPE_PARSERS });
+const lockWaitOf = (urls: ConnectionUrls, options: PoolOptions) => lockWait((options.lockWaitSeconds ?? 0) * 1000, urls.url !== urls.directUrl);
+
+async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
+  await migrateOnce(urls.directUrl);
+  const limit = lockWaitOf(urls, options);
+  const pool = new pg.Pool({ connectionString: urls.url, max: POOL_SIZE, ...limit.connection, types: SQL_TYPE_PARSERS });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
   pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const prisma = new PrismaClient({ adapter: limit.prismaAdapter(new PrismaPg(pool)) });
   return {
     prisma,
-    sql: sqlOver(pool),
+    sql: sqlOver(pool, limit.begin),
     pool,
     kind,
-    url: connectionString,
+    ...urls,
     async close() {
       await prisma.$disconnect();
       await pool.end();
@@ -84,16 +109,19 @@ async function openPostgres(connectionString: string, kind: Database['kind'], op
   };
 }
 
-/** Several server processes may start at once: an advisory lock lets one of them migrate at a time. */
-async function migrateOnce(connectionString: string): Promise<void> {
-  await withClient(connectionString, async (client) => {
+/**
+ * Several server processes may start at once: an advisory lock lets one of them migrate at a time. It
+ * is a session's lock, held across statements and the schema engine's own connections: `directUrl`.
+ */
+async function migrateOnce(directUrl: string): Promise<void> {
+  await withClient(directUrl, async (client) => {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    if (await hasPendingMigrations(client)) await applyMigrationsAndDisconnect(new PrismaPg({ connectionString }));
+    if (await hasPendingMigrations(client)) await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: directUrl }));
   });
 }
 
-async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString });
+async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>, startup: pg.ClientConfig = {}): Promise<T> {
+  const client = new pg.Client({ connectionString, ...startup });
   await client.connect();
   try {
     return await work(client);
@@ -104,6 +132,10 @@ async function withClient<T>(connectionString: string, work: (client: pg.Client)
 
 const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ENOENT', '57P03']);
 
+/** PgBouncer's answer to the lock wait limit's start-up parameter names what is missing. */
+const hintFor = (reason: string) =>
+  /unsupported startup parameter/.test(reason) ? ' (a pooler such as PgBouncer: set DATABASE_DIRECT_URL to PostgreSQL itself)' : '';
+
 /** For the start-up banner: where the data is, without the password. */
 export function describeDatabase(database: Database): string {
   const url = new URL(database.url);
@@ -111,6 +143,7 @@ export function describeDatabase(database: Database): string {
   if (database.kind === 'embedded') {
     return `embedded PostgreSQL, socket in ${socket ?? `127.0.0.1:${url.port}`} (psql -h ${socket ?? `127.0.0.1 -p ${url.port}`} -U ${url.username} ${url.pathname.slice(1)})`;
   }
+  if (database.directUrl !== database.url) return `${describe(database.url)} (direct: ${describe(database.directUrl)})`;
   return describe(database.url);
 }
 
@@ -120,16 +153,16 @@ function describe(url: string): string {
 }
 
 /** Waits for PostgreSQL to accept connections, saying so on every try; refusals that waiting cannot fix fail at once. */
-async function waitForPostgres(url: string, waitSeconds: number, log: (line: string) => void): Promise<void> {
+async function waitForPostgres(url: string, startup: pg.ClientConfig, waitSeconds: number, log: (line: string) => void): Promise<void> {
   const deadline = Date.now() + waitSeconds * 1000;
   for (let attempt = 1; ; attempt++) {
     try {
-      await withClient(url, (client) => client.query('SELECT 1'));
+      await withClient(url, (client) => client.query('SELECT 1'), startup);
       return;
     } catch (error) {
       const code = (error as { code?: string }).code ?? '';
       const reason = (error as Error).message || code;
-      if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}`);
+      if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}${hintFor(reason)}`);
       if (Date.now() + 2000 > deadline) {
         throw new StartupError(`${describe(url)} is unreachable (${reason}); gave up after ${attempt} tries (DATABASE_WAIT_SECONDS=${waitSeconds}).`);
       }
@@ -143,9 +176,10 @@ async function openEmbedded(options: Extract<DatabaseOptions, { dataDir: string 
   const embedded = await startEmbeddedPostgres(options.dataDir, { tcpPort: options.tcpPort, log: options.log });
   try {
     await createDatabaseIfMissing(embedded.url);
-    if (options.owner === 'tool') return await openPostgres(embedded.url, 'embedded', options, () => stopIfNoServer(embedded));
+    const urls = { url: embedded.url, directUrl: embedded.url };
+    if (options.owner === 'tool') return await openPostgres(urls, 'embedded', options, () => stopIfNoServer(embedded));
     const serverLock = await takeServerLock(embedded, options.dataDir);
-    return await openPostgres(embedded.url, 'embedded', options, async () => {
+    return await openPostgres(urls, 'embedded', options, async () => {
       await serverLock.end();
       await embedded.stop();
     });

@@ -5,6 +5,8 @@
 import pg from 'pg';
 
 const RECONNECT_MS = 1_000;
+/** How the listening connection shows in pg_stat_activity. */
+export const LISTENER_NAME = 'teamchat notifications';
 
 export interface NotificationSubscriber {
   readonly channel: string;
@@ -21,7 +23,7 @@ export async function listenForNotifications(connectionString: string, subscribe
   let retry: NodeJS.Timeout | undefined;
   const turnOff = () => Promise.all(subscribers.map((subscriber) => subscriber.listening(false)));
   const connect = async () => {
-    const next = new pg.Client({ connectionString });
+    const next = new pg.Client({ connectionString, application_name: LISTENER_NAME });
     next.on('notification', (message) => message.payload && byChannel.get(message.channel)?.notified(message.payload));
     next.on('error', () => lost(next));
     next.on('end', () => lost(next));

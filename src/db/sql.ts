@@ -48,14 +48,15 @@ function rowsOver(db: Queryable) {
   return async <Row>(text: string, values: readonly unknown[]) => (await db.query(text, values as unknown[])).rows as Row[];
 }
 
-export function sqlOver(pool: pg.Pool): Sql {
+/** `begin` opens each transaction (db/lock-wait.ts: through a pooler it also sets the lock wait limit). */
+export function sqlOver(pool: pg.Pool, begin = 'BEGIN'): Sql {
   return {
     rows: rowsOver(pool),
     async transaction<T>(work: (tx: Sql) => Promise<T>) {
       const client = await pool.connect();
       const tx: Sql = { rows: rowsOver(client), transaction: () => Promise.reject(new Error('already in a transaction')) };
       try {
-        await client.query('BEGIN');
+        await client.query(begin);
         const result = await work(tx);
         await client.query('COMMIT');
         client.release();

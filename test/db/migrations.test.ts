@@ -1,10 +1,14 @@
 // Migrations: idempotent, and applied by exactly one of several processes starting at once against
-// one PostgreSQL server (the embedded one, or the server named by DATABASE_URL).
+// one PostgreSQL server (the embedded one, or the server named by DATABASE_URL). With a pooler in the
+// run (DATABASE_DIRECT_URL), the processes open the database through it, as servers do: the advisory
+// locks of migrating are sessions' locks and must have been taken on PostgreSQL itself, where they end
+// with their connections (through the pooler they would stay on a server connection for good).
 import { readdir } from 'node:fs/promises';
 import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { MIGRATIONS_DIR } from '../../src/db/migrations.js';
+import { withDatabase } from '../support/postgres-databases.js';
 
 async function migrationNames(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
@@ -16,16 +20,20 @@ test('two processes starting at once against one PostgreSQL migrate it once; ope
   await admin.connect();
   const name = `teamchat_migrate_${process.pid}_${Date.now()}`;
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(inject('databaseUrl'));
-  url.pathname = `/${name}`;
+  const urls = { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), name), directUrl: withDatabase(inject('databaseUrl'), name) };
   try {
-    const [first, second] = await Promise.all([openDatabase({ databaseUrl: url.href }), openDatabase({ databaseUrl: url.href })]);
+    const [first, second] = await Promise.all([openDatabase(urls), openDatabase(urls)]);
+    const advisoryLocks = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = $1)`,
+      [name],
+    );
+    expect(advisoryLocks.rows).toEqual([{ n: 0 }]);
     const applied = await first.prisma.$queryRaw<{ migration_name: string; finished: boolean }[]>`
       SELECT migration_name, finished_at IS NOT NULL AS finished FROM _prisma_migrations ORDER BY migration_name`;
     expect(applied).toEqual((await migrationNames()).map((migration_name) => ({ migration_name, finished: true })));
     expect(await second.prisma.organization.count()).toBe(0);
     await Promise.all([first.close(), second.close()]);
-    const again = await openDatabase({ databaseUrl: url.href });
+    const again = await openDatabase(urls);
     const rows = await again.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM _prisma_migrations`;
     await again.close();
     expect(rows).toEqual([{ n: applied.length }]);

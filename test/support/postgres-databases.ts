@@ -7,7 +7,7 @@ import pg from 'pg';
 
 const COPY_LOCK_KEY = 5_550_123_001;
 
-const databaseName = (url: string) => new URL(url).pathname.slice(1);
+export const databaseName = (url: string) => new URL(url).pathname.slice(1);
 
 export function withDatabase(url: string, name: string): string {
   const copy = new URL(url);

@@ -15,10 +15,11 @@ afterAll(() => {
   for (const started of running) started.child.kill('SIGTERM');
 });
 
-/** The environment of a newcomer's shell: no DATABASE_URL or SERVER_URL unless given. */
+/** The environment of a newcomer's shell: no DATABASE_URL (nor DATABASE_DIRECT_URL) or SERVER_URL unless given. */
 function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1' };
   delete env.DATABASE_URL;
+  delete env.DATABASE_DIRECT_URL;
   delete env.SERVER_URL;
   return { ...env, ...extra };
 }

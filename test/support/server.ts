@@ -6,15 +6,21 @@ import { join } from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
-import { copyTemplate } from './postgres-databases.js';
+import { copyTemplate, databaseName, withDatabase } from './postgres-databases.js';
 
 export type TestServer = RunningServer;
 
 let fileDatabaseUrl: Promise<string> | undefined;
 
-/** This test file's own database (created on first use). */
+/** This test file's own database (created on first use), connected to directly. */
 export function testDatabaseUrl(): Promise<string> {
   return (fileDatabaseUrl ??= copyTemplate(inject('databaseUrl')));
+}
+
+/** How a server reaches this file's database: through the pooler when the run has one (DATABASE_DIRECT_URL), and directly. */
+export async function testDatabaseUrls(): Promise<{ databaseUrl: string; directUrl: string }> {
+  const directUrl = await testDatabaseUrl();
+  return { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), databaseName(directUrl)), directUrl };
 }
 
 /**
@@ -24,7 +30,7 @@ export function testDatabaseUrl(): Promise<string> {
 export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = { outbox: false }): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-test-'));
   const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ...overrides };
-  const server = await startServer(config, { databaseUrl: await testDatabaseUrl(), lockWaitSeconds: config.databaseLockWaitSeconds }, options);
+  const server = await startServer(config, { ...(await testDatabaseUrls()), lockWaitSeconds: config.databaseLockWaitSeconds }, options);
   if (!overrides.serverUrl) server.app.config.serverUrl = server.url;
   const close = server.close.bind(server);
   server.close = async () => {
