@@ -121,3 +121,17 @@ export async function inLockOrder<T>(organizationId: number, requests: (() => Pr
   }
   return Promise.all(answers);
 }
+
+/** Whether another transaction holds the organization's row lock now (asked with NOWAIT, nothing kept). */
+export async function organizationRowLocked(client: pg.Client, organizationId: number): Promise<boolean> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT id FROM organization WHERE id = $1 FOR UPDATE NOWAIT', [organizationId]);
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code === '55P03') return true;
+    throw error;
+  } finally {
+    await client.query('ROLLBACK');
+  }
+}
