@@ -2,17 +2,10 @@
 // holds the organization's row lock while the requests are fired, and the lock is released only once
 // PostgreSQL shows (pg_locks joined with pg_stat_activity) that the expected number of them wait for
 // it. Requests that finish, or never queue, before that fail the test instead of passing unraced.
-import pg from 'pg';
-import { testDatabaseUrl } from '../support/server.js';
+import type pg from 'pg';
+import { connectToTestDatabase } from '../support/server.js';
 
 const WAIT_LIMIT_MS = 20_000;
-
-/** A connection to this test file's database outside every server's pool. */
-export async function connectToTestDatabase(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: await testDatabaseUrl() });
-  await client.connect();
-  return client;
-}
 
 /**
  * Backends of the test database blocked on `holderPid`'s row of `organization`: the first waits on

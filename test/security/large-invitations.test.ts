@@ -3,11 +3,11 @@
 // groups and e-mails; other requests are served while it holds its organization's lock.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startCountingApp } from '../support/query-count.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { connectToTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import type { OrganizationFile } from '../../src/import/organization-file.js';
 import { eventually } from '../support/smtp.js';
 import { createWorld } from '../support/world.js';
-import { connectToTestDatabase, organizationRowLocked } from './contention.js';
+import { organizationRowLocked } from './contention.js';
 
 let counting: Awaited<ReturnType<typeof startCountingApp>>;
 let server: TestServer;
