@@ -19,9 +19,16 @@ afterAll(() => {
   for (const started of running) started.child.kill('SIGTERM');
 });
 
-/** The environment of a newcomer's shell: no DATABASE_URL or SERVER_URL unless given. */
-function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * What the test runner adds to its own environment (Vitest's and Vite's variables, NODE_ENV=test)
+ * and the tests' LOG_LEVEL: a server or CLI process gets none of it, and runs as in production.
+ */
+const TEST_RUNNER_VARIABLES = ['TEST', 'NODE_ENV', 'MODE', 'DEV', 'PROD', 'SSR', 'BASE_URL', 'FORCE_TTY', 'LOG_LEVEL'];
+
+/** The environment of a newcomer's shell: no DATABASE_URL or SERVER_URL unless given, nothing of the test runner's. */
+export function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1' };
+  for (const name of Object.keys(env)) if (name.startsWith('VITEST') || TEST_RUNNER_VARIABLES.includes(name)) delete env[name];
   delete env.DATABASE_URL;
   delete env.SERVER_URL;
   return { ...env, ...extra };
