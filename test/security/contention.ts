@@ -1,30 +1,35 @@
 // Makes concurrent requests really contend, and proves that they did: a connection of the test's own
-// holds the organization's row lock while the requests are fired, and the lock is released only once
-// PostgreSQL shows (pg_locks joined with pg_stat_activity) that the expected number of them wait for
-// it. Requests that finish, or never queue, before that fail the test instead of passing unraced.
+// holds the organization's row lock (or the one row the requests change) while the requests are
+// fired, and lets go only once PostgreSQL shows (pg_locks joined with pg_stat_activity) that the
+// expected number of them wait for it. Requests that finish, or never queue, before that fail the
+// test instead of passing unraced.
 import type pg from 'pg';
 import { connectToTestDatabase } from '../support/server.js';
 
 const WAIT_LIMIT_MS = 20_000;
 
+/** The tables whose rows the tests hold: an organization's, or the one row a request changes. */
+export type LockedTable = 'organization' | 'custom_emoji' | 'attachment';
+
 /**
- * Backends of the test database blocked on `holderPid`'s row of `organization`: the first waits on
- * the holder's transaction id, the next ones on the row's tuple lock, which the first holds.
+ * Backends of the test database blocked on a row that `$1` (the holder's pid) holds in table `$3`
+ * (id `$2`): the first waits on the holder's transaction id, the next ones on the row's tuple lock,
+ * which the first holds.
  */
-const WAITERS = `
+const waitersOf = (table: LockedTable) => `
   WITH held AS (
     SELECT transactionid FROM pg_locks WHERE pid = $1 AND locktype = 'transactionid' AND granted
   ), row_position AS (
-    SELECT (ctid::text::point)[0]::int AS page, (ctid::text::point)[1]::int AS tuple FROM organization WHERE id = $2
+    SELECT (ctid::text::point)[0]::int AS page, (ctid::text::point)[1]::int AS tuple FROM "${table}" WHERE id = $2
   )
   SELECT count(DISTINCT a.pid)::int AS n
     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
    WHERE NOT l.granted AND a.datname = current_database() AND a.wait_event_type = 'Lock'
      AND ((l.locktype = 'transactionid' AND l.transactionid IN (SELECT transactionid FROM held))
-       OR (l.locktype = 'tuple' AND l.relation = 'organization'::regclass
+       OR (l.locktype = 'tuple' AND l.relation = '"${table}"'::regclass
            AND (l.page, l.tuple) = (SELECT page, tuple FROM row_position)))`;
 
-export interface OrganizationRowHold {
+export interface RowHold {
   /** The connection that holds the lock (in its open transaction). */
   holder: pg.Client;
   /** How many backends wait for the row now. */
@@ -38,12 +43,14 @@ export interface OrganizationRowHold {
   release(): Promise<void>;
 }
 
-export async function holdOrganizationRow(organizationId: number): Promise<OrganizationRowHold> {
+/** A transaction of the test's own that holds the row `id` of `table` (FOR UPDATE) until released. */
+export async function holdRow(table: LockedTable, id: number): Promise<RowHold> {
   const [holder, observer] = await Promise.all([connectToTestDatabase(), connectToTestDatabase()]);
   await holder.query('BEGIN');
-  await holder.query('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [organizationId]);
+  await holder.query(`SELECT id FROM "${table}" WHERE id = $1 FOR UPDATE`, [id]);
   const { pid } = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!;
-  const waiters = async () => (await observer.query<{ n: number }>(WAITERS, [pid, organizationId])).rows[0]!.n;
+  const query = waitersOf(table);
+  const waiters = async () => (await observer.query<{ n: number }>(query, [pid, id])).rows[0]!.n;
   return {
     holder,
     waiters,
@@ -55,7 +62,7 @@ export async function holdOrganizationRow(organizationId: number): Promise<Organ
         most = Math.max(most, now);
         if (now >= count) return;
         const why = finished() ? 'the requests finished' : Date.now() > deadline ? `${WAIT_LIMIT_MS / 1000} s passed` : undefined;
-        if (why) throw new Error(`No race: ${why} before ${count} backends waited for organization ${organizationId}'s row lock (at most ${most} did)`);
+        if (why) throw new Error(`No race: ${why} before ${count} backends waited for the lock of ${table} ${id} (at most ${most} did)`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     },
@@ -69,16 +76,21 @@ export async function holdOrganizationRow(organizationId: number): Promise<Organ
   };
 }
 
+export const holdOrganizationRow = (organizationId: number) => holdRow('organization', organizationId);
+
+interface Contention {
+  /** How many requests must wait for the row before it is let go (default 5). */
+  waiters?: number;
+  /** Run while they wait. */
+  whileBlocked?: () => Promise<void>;
+}
+
 /**
- * `fire()`'s result, started while the organization's row is locked and released once `waiters`
- * requests wait for it (and `whileBlocked()`, if given, has finished meanwhile).
+ * `fire()`'s result, started while the row is locked and released once `waiters` requests wait for
+ * it (and `whileBlocked()`, if given, has finished meanwhile).
  */
-export async function whileOrganizationLocked<T>(
-  organizationId: number,
-  fire: () => Promise<T>,
-  { waiters = 5, whileBlocked }: { waiters?: number; whileBlocked?: () => Promise<void> } = {},
-): Promise<T> {
-  const hold = await holdOrganizationRow(organizationId);
+export async function whileRowLocked<T>(table: LockedTable, id: number, fire: () => Promise<T>, { waiters = 5, whileBlocked }: Contention = {}): Promise<T> {
+  const hold = await holdRow(table, id);
   let finished = false;
   const result = fire().finally(() => (finished = true));
   try {
@@ -92,6 +104,9 @@ export async function whileOrganizationLocked<T>(
   }
   return result;
 }
+
+export const whileOrganizationLocked = <T>(organizationId: number, fire: () => Promise<T>, contention?: Contention) =>
+  whileRowLocked('organization', organizationId, fire, contention);
 
 /**
  * The answers of `requests`, each started only once the previous ones wait for the organization's
