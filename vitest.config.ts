@@ -7,6 +7,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    // The servers the tests run in-process log as LOG_LEVEL says, like any server: quiet unless asked.
+    env: { LOG_LEVEL: process.env.LOG_LEVEL || 'silent' },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // The machines have 2 cores; each worker runs servers and (for some files) child processes.

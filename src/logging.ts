@@ -1,7 +1,7 @@
 // Structured JSON logs (pino) on stdout. Every line written while a request is served carries that
 // request's id (also sent back as X-Request-Id). Credentials never reach a log line: the
 // Authorization header is not logged and known secret fields are redacted. Level: LOG_LEVEL
-// (default info; silent under the test runner unless LOG_LEVEL is set).
+// (default info).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { pino, type DestinationStream, type Logger } from 'pino';
@@ -13,7 +13,7 @@ const requestIds = new AsyncLocalStorage<string>();
 export const REDACTED_PATHS = ['authorization', '*.authorization', 'headers.authorization', 'apiKey', '*.apiKey', 'api_key', '*.api_key', 'password', '*.password'];
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
-  const level = options.level ?? process.env.LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info');
+  const level = options.level ?? process.env.LOG_LEVEL ?? 'info';
   return pino(
     {
       level,

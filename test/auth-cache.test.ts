@@ -1,54 +1,36 @@
-// The authentication cache of each server process (src/domain/auth/auth-cache.ts): two server
-// instances over one database each cache a user; a key reset, a deactivation or a role change made
-// outside them (as the CLI makes it) reaches both through PostgreSQL's NOTIFY before anything else,
-// and from then on both answer with the new state.
-import { once } from 'node:events';
+// The authentication cache of each server process (src/domain/auth/auth-cache.ts). Two server
+// processes (`node dist/main.js`) over one database each cache a user; a key reset made by the CLI,
+// a deactivation, a role change or an organization's deactivation made outside them takes effect at
+// once: polled right after the change returns, without waiting for its notification, both refuse
+// (or act on the new state) within 1 s.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { resetApiKey } from '../src/import/users.js';
 import { hashApiKey } from '../src/domain/users/api-keys.js';
+import { runCli, serverProcessesOnTestDatabase, type ProcessesOnTestDatabase } from './support/process.js';
 import { startCountingApp } from './support/query-count.js';
-import { basicAuth, startTestServer, type TestServer } from './support/server.js';
-import { createWorld, type World } from './support/world.js';
+import { basicAuth, runOnTestDatabase, startTestServer, testDatabaseUrl, type TestServer } from './support/server.js';
+import { createWorld, type World, type WorldUserName } from './support/world.js';
 
-describe('authentication cache across server processes', () => {
-  let a: TestServer;
-  let b: TestServer;
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startTestServer(), startTestServer()]);
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-  });
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server?.close());
 
-  const me = (server: TestServer, auth: string) =>
-    fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: auth } }).then(async (r) => ({ status: r.status, body: await r.json() }));
+interface Answer {
+  status: number;
+  body: { msg: string; role?: number; [field: string]: unknown };
+}
 
-  /** Both instances authenticate the user once, so each holds a cached entry for the key. */
-  async function cachedOnBoth(world: World, auth = world.users.member.auth, apiKey = world.users.member.apiKey) {
-    for (const server of [a, b]) {
-      expect((await me(server, auth)).status).toBe(200);
-      expect(server.app.authCache!.get(hashApiKey(apiKey))).toBeDefined();
-    }
-  }
+const me = (url: string, auth: string): Promise<Answer> =>
+  fetch(`${url}/api/v1/users/me`, { headers: { authorization: auth } }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
-  /** Resolves once both instances have applied the notification for this key hash. */
-  const invalidatedOnBoth = (apiKey: string) =>
-    Promise.all(
-      [a, b].map(async (server) => {
-        const events = server.app.authCache!.events;
-        for (;;) {
-          const [hash] = await once(events, 'invalidated');
-          if (hash === hashApiKey(apiKey) || hash === '*') return;
-        }
-      }),
-    );
-
-  test('each instance caches a user it authenticated', async () => {
-    const world = await createWorld(a.database.prisma);
-    expect(a.app.authCache!.enabled).toBe(true);
-    expect(a.app.authCache!.get(hashApiKey(world.users.member.apiKey))).toBeUndefined();
-    await cachedOnBoth(world);
+describe('the cache in one process', () => {
+  test('each server caches a user it authenticated', async () => {
+    const world = await createWorld(server.app.prisma);
+    expect(server.app.authCache!.enabled).toBe(true);
+    expect(server.app.authCache!.get(hashApiKey(world.users.member.apiKey))).toBeUndefined();
+    expect((await me(server.url, world.users.member.auth)).status).toBe(200);
+    expect(server.app.authCache!.get(hashApiKey(world.users.member.apiKey))).toBeDefined();
   });
 
   test('a cached request sends one statement less: the authentication query', async () => {
@@ -65,55 +47,79 @@ describe('authentication cache across server processes', () => {
       await counting.close();
     }
   });
+});
 
-  test('a key reset: the old key is refused and the new one accepted by both instances', async () => {
-    const world = await createWorld(a.database.prisma);
-    await cachedOnBoth(world);
-    const invalidated = invalidatedOnBoth(world.users.member.apiKey);
-    const newKey = await resetApiKey(a.database.prisma, world.org.stringId, world.users.member.email);
-    await invalidated;
-    for (const server of [a, b]) {
-      const refused = await me(server, world.users.member.auth);
-      expect(refused).toEqual({ status: 401, body: { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' } });
-      expect((await me(server, basicAuth(world.users.member.email, newKey))).status).toBe(200);
+describe('changes made outside two server processes take effect in both at once', () => {
+  let processes: ProcessesOnTestDatabase;
+  beforeAll(async () => {
+    // A first organization before the processes start, so that neither creates the demo one.
+    await createWorld(server.app.prisma);
+    processes = await serverProcessesOnTestDatabase(2, { API_RATE_LIMIT: 'off' });
+  }, 120_000);
+  afterAll(() => processes?.stop());
+
+  /** Both processes authenticate each user twice: from the second request on, each answers from its cache. */
+  async function cachedInBoth(world: World, who: WorldUserName[]) {
+    for (const url of processes.urls) {
+      for (const name of who) for (let i = 0; i < 2; i++) expect((await me(url, world.users[name].auth)).status).toBe(200);
     }
+  }
+
+  /**
+   * Asks every process right after the change returned, again and again for at most 1 s, until
+   * `expected` holds; then that answer must hold on (asked once more). Fails with the last answer.
+   */
+  async function withinOneSecond(auth: string, expected: (answer: Answer) => boolean): Promise<Answer[]> {
+    return Promise.all(
+      processes.urls.map(async (url) => {
+        const deadline = Date.now() + 1_000;
+        let answer = await me(url, auth);
+        while (!expected(answer) && Date.now() < deadline) answer = await me(url, auth);
+        expect(answer, `${url} after 1 s`).toSatisfy(expected);
+        const again = await me(url, auth);
+        expect(again).toEqual(answer);
+        return answer;
+      }),
+    );
+  }
+
+  const refusal = (msg: string) => ({ status: 401, body: { result: 'error', msg, code: 'UNAUTHORIZED' } });
+  const refused = (msg: string) => (answer: Answer) => answer.status === 401 && answer.body.msg === msg;
+
+  test('`reset-api-key`: once the CLI returns, both refuse the old key and accept the new one', async () => {
+    const world = await createWorld(server.app.prisma);
+    await cachedInBoth(world, ['member']);
+    const reset = await runCli({ DATABASE_URL: await testDatabaseUrl() }, 'reset-api-key', '--org', world.org.stringId, '--email', world.users.member.email);
+    expect(reset).toMatchObject({ code: 0, stderr: '' });
+    const answers = await withinOneSecond(world.users.member.auth, refused('Invalid API key'));
+    expect(answers).toEqual([refusal('Invalid API key'), refusal('Invalid API key')]);
+    const newAuth = basicAuth(world.users.member.email, reset.stdout.trim());
+    for (const url of processes.urls) expect((await me(url, newAuth)).status).toBe(200);
   });
 
-  test('a deactivation: both instances refuse the account at once', async () => {
-    const world = await createWorld(a.database.prisma);
-    await cachedOnBoth(world);
-    const invalidated = invalidatedOnBoth(world.users.member.apiKey);
-    await b.database.prisma.user.update({ where: { id: world.users.member.id }, data: { isActive: false } });
-    await invalidated;
-    for (const server of [a, b]) {
-      expect(await me(server, world.users.member.auth)).toEqual({
-        status: 401,
-        body: { result: 'error', msg: 'Account is deactivated', code: 'UNAUTHORIZED' },
-      });
-    }
+  test('a deactivation: both refuse the account', async () => {
+    const world = await createWorld(server.app.prisma);
+    await cachedInBoth(world, ['member']);
+    await runOnTestDatabase('UPDATE user_account SET "isActive" = false WHERE id = $1', [world.users.member.id]);
+    await withinOneSecond(world.users.member.auth, refused('Account is deactivated'));
   });
 
-  test('an organization deactivation: every cached user of it is refused', async () => {
-    const world = await createWorld(a.database.prisma);
-    await cachedOnBoth(world);
-    const invalidated = invalidatedOnBoth(world.users.member.apiKey);
-    await a.database.prisma.organization.update({ where: { id: world.org.id }, data: { deactivated: true } });
-    await invalidated;
-    for (const server of [a, b]) {
-      expect((await me(server, world.users.member.auth)).body.msg).toBe('This organization has been deactivated');
-    }
+  test("an organization's deactivation: both refuse every cached user of it, and only of it", async () => {
+    const [world, other] = [await createWorld(server.app.prisma), await createWorld(server.app.prisma)];
+    const users: WorldUserName[] = ['owner', 'admin', 'moderator', 'member', 'guest', 'bot'];
+    await cachedInBoth(world, users);
+    await cachedInBoth(other, ['member']);
+    await runOnTestDatabase('UPDATE organization SET deactivated = true WHERE id = $1', [world.org.id]);
+    for (const name of users) await withinOneSecond(world.users[name].auth, refused('This organization has been deactivated'));
+    for (const url of processes.urls) expect((await me(url, other.users.member.auth)).status).toBe(200);
   });
 
-  test('a role change: both instances act with the new role', async () => {
-    const world = await createWorld(a.database.prisma);
-    await cachedOnBoth(world);
-    for (const server of [a, b]) expect((await me(server, world.users.member.auth)).body.role).toBe(400);
-    const invalidated = invalidatedOnBoth(world.users.member.apiKey);
-    await a.database.prisma.user.update({ where: { id: world.users.member.id }, data: { role: 200 } });
-    await invalidated;
-    for (const server of [a, b]) {
-      const answer = await me(server, world.users.member.auth);
-      expect(answer.body).toMatchObject({ role: 200, is_admin: true });
-    }
+  test('a role change: both act with the new role', async () => {
+    const world = await createWorld(server.app.prisma);
+    await cachedInBoth(world, ['member']);
+    for (const url of processes.urls) expect((await me(url, world.users.member.auth)).body.role).toBe(400);
+    await runOnTestDatabase('UPDATE user_account SET role = 200 WHERE id = $1', [world.users.member.id]);
+    const answers = await withinOneSecond(world.users.member.auth, (answer) => answer.body.role === 200);
+    for (const answer of answers) expect(answer.body).toMatchObject({ role: 200, is_admin: true });
   });
 });

@@ -10,6 +10,8 @@ import {
   GraphQLError,
   Kind,
   getNullableType,
+  getOperationAST,
+  getVariableValues,
   isListType,
   parse,
   type DocumentNode,
@@ -97,8 +99,14 @@ function validationRules(limits: DocumentLimits) {
   ];
 }
 
-/** The cost of an otherwise valid document, or a refusal when it is over the limit. */
+/**
+ * The cost of an otherwise valid document, or a refusal when it is over the limit. Variables that do
+ * not fit the operation are left to the execution, which refuses a caller without credentials (401)
+ * before it reports them: here they would be answered 200 to anyone.
+ */
 function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: number, { params }: RequestParams): GraphQLError | null {
+  const operation = getOperationAST(document, params?.operationName);
+  if (operation && getVariableValues(schema, operation.variableDefinitions ?? [], params?.variables ?? {}, { maxErrors: 1 }).errors) return null;
   let cost: number;
   try {
     cost = getComplexity({ schema, query: document, variables: params?.variables ?? {}, operationName: params?.operationName, estimators: [listCost] });

@@ -7,6 +7,7 @@ import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { basicAuth } from '../support/server.js';
 import { startServerWithOutbox } from '../support/smtp.js';
+import { whileOrganizationLocked } from '../security/contention.js';
 import { createWorld, type World } from '../support/world.js';
 import { WELCOME_BOT_INTRO } from '../../src/domain/invitations/accept.js';
 import type { RunningServer } from '../../src/server.js';
@@ -197,7 +198,10 @@ test('the form escapes everything and re-asks for a bad name without creating an
 test('a double submit creates one account; the second submit is told the link was used', async () => {
   const world = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, world, { email: uniqueEmail('twice') });
-  const results = await Promise.all([submit(invitation.confirmationKey, 'Twice Tina'), submit(invitation.confirmationKey, 'Twice Tina')]);
+  // Both wait on the organization's row (PostgreSQL shows them) before the test lets it go.
+  const results = await whileOrganizationLocked(world.org.id, () => Promise.all([submit(invitation.confirmationKey, 'Twice Tina'), submit(invitation.confirmationKey, 'Twice Tina')]), {
+    waiters: 2,
+  });
   const statuses = results.map((r) => r.status).sort();
   expect(statuses).toEqual([200, 410]);
   const refused = results.find((r) => r.status === 410)!;

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { listeningUrl, startServerProcess, stopServerProcess, waitForOutput } from '../support/process.js';
+import { environment, listeningUrl, startServerProcess, stopServerProcess, waitForOutput } from '../support/process.js';
 
 let scratch: string;
 beforeAll(async () => {
@@ -126,9 +126,7 @@ describe('start-up failures: one line, exit status 1, nothing written', () => {
 
 test('`npm start`: SIGTERM to the PID it started stops the server and PostgreSQL, nothing left running', async () => {
   const dataDir = await freshDataDir();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' };
-  delete env.DATABASE_URL;
-  const npm = spawn('npm', ['start', '--silent'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npm', ['start', '--silent'], { env: environment({ DATA_DIR: dataDir, PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   npm.stdout.on('data', (chunk) => (output += chunk));
   npm.stderr.on('data', (chunk) => (output += chunk));

@@ -6,6 +6,7 @@ import { insertAttachments } from '../../src/domain/attachments/upload-space.js'
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { whileRowLocked } from '../security/contention.js';
 import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;
@@ -140,8 +141,9 @@ describe('DELETE /attachments/{id}', () => {
     expect(await counter()).toBe(BigInt(WORLD_TOTAL));
     const video = await addAttachment(world, world.users.member.id, 'video.mp4', 3_000_000_000);
     expect(await counter()).toBe(await sum());
-    // Two concurrent deletions of one file uncount it once.
-    const twice = await Promise.all([deleteAttachment(world.users.member.auth, video.id), deleteAttachment(world.users.member.auth, video.id)]);
+    // Two concurrent deletions of one file (both wait on its row before the test lets it go) uncount it once.
+    const twice = await whileRowLocked('attachment', video.id, () =>
+      Promise.all([deleteAttachment(world.users.member.auth, video.id), deleteAttachment(world.users.member.auth, video.id)]), { waiters: 2 });
     expect(twice.map((r) => r.status).sort()).toEqual([200, 400]);
     expect(await counter()).toBe(BigInt(WORLD_TOTAL));
     await deleteAttachment(world.users.admin.auth, await world.attachmentId('archive.tar'));

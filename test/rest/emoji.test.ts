@@ -5,6 +5,7 @@ import { expectMatchesOpenApi } from '../support/openapi.js';
 import { startCountingApp } from '../support/query-count.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { whileRowLocked } from '../security/contention.js';
 import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;
@@ -168,7 +169,9 @@ describe('which emoji is meant', () => {
 
   test('two simultaneous deactivations: exactly one succeeds and one audit row is written', async () => {
     const world = await newWorld();
-    const responses = await Promise.all([deactivate(world.users.member.auth, 'green_tick'), deactivate(world.users.owner.auth, 'green_tick')]);
+    // Both wait on the emoji's row (PostgreSQL shows them) before the test lets it go.
+    const responses = await whileRowLocked('custom_emoji', await world.emojiId('green_tick'), () =>
+      Promise.all([deactivate(world.users.member.auth, 'green_tick'), deactivate(world.users.owner.auth, 'green_tick')]), { waiters: 2 });
     expect(responses.map((r) => r.status).sort()).toEqual([200, 404]);
     expect(await auditRows(world)).toHaveLength(1);
   });

@@ -472,10 +472,9 @@ test('concurrent requests cannot pass the daily limit together', async () => {
   // Released together once two wait on the organization's lock (a process lets no more than two
   // sends per organization wait there; the others queue in the process): they contend for real.
   const results = await whileOrganizationLocked(
-    server.app.prisma,
     w.org.id,
     () => Promise.all(Array.from({ length: 12 }, (_, i) => invite(w, 'admin', basic(`c${i}@elsewhere.example`)))),
-    2,
+    { waiters: 2 },
   );
   // Every answer counted: a 500 (or anything else) fails the test.
   expect(results.map((r) => r.status).sort()).toEqual([...Array(5).fill(200), ...Array(7).fill(400)]);
@@ -490,13 +489,14 @@ test("sends waiting for their organization's lock leave the connection pool to e
   // More sends than the pool has connections: were each to wait for the lock in an open transaction,
   // the other organization's request would find no connection until the lock is released.
   const results = await whileOrganizationLocked(
-    server.app.prisma,
     w.org.id,
     () => Promise.all(Array.from({ length: 15 }, (_, i) => invite(w, 'admin', basic(`pool${i}@elsewhere.example`)))),
-    2,
-    async () => {
-      const response = await fetch(`${server.url}/api/v1/invites`, { headers: { authorization: other.users.admin.auth } });
-      otherAnswer = response.status;
+    {
+      waiters: 2,
+      whileBlocked: async () => {
+        const response = await fetch(`${server.url}/api/v1/invites`, { headers: { authorization: other.users.admin.auth } });
+        otherAnswer = response.status;
+      },
     },
   );
   expect(otherAnswer).toBe(200);

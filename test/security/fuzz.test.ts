@@ -2,8 +2,14 @@
 // generated requests to every REST route and every GraphQL mutation, with hostile values (NUL
 // characters, huge numbers, wrong types, malformed JSON, other organizations' ids). Every answer must
 // be a JSON envelope and never a 5xx, and every refused request must leave the database unchanged.
+// Authorization: no credentials, a wrong key or a deactivated user never get a 2xx (beyond the public
+// /server_settings), and another organization's owner never gets one for this organization's
+// invitations or files nor changes any of its rows. Both limits are off (API_RATE_LIMIT and
+// AUTH_FAILURE_LIMIT), so a 429 can never stand in for the refusal the test must see: any 429 fails.
+// Each run reports how many answers fell in each outcome class and requires every class to occur.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createInvitations, uniqueEmail } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -14,10 +20,19 @@ const GRAPHQL_RUNS = 800;
 let server: TestServer;
 let world: World;
 let other: World;
+/** This organization's files, which requests name by id. */
+let worldAttachments: number[];
+/** The tables with an organizationId column: what another organization's owner must never change. */
+let organizationTables: string[];
 beforeAll(async () => {
-  server = await startTestServer({ rateLimits: [] });
+  server = await startTestServer({ rateLimits: [], failedLoginLimit: null });
   world = await createWorld(server.app.prisma);
   other = await createWorld(server.app.prisma);
+  const attachments = await server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, select: { id: true } });
+  worldAttachments = attachments.map((a) => a.id);
+  const tables = await server.app.prisma.$queryRaw<{ table_name: string }[]>`
+    SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'organizationId' ORDER BY table_name`;
+  organizationTables = tables.map((t) => t.table_name);
 }, 60_000);
 afterAll(() => server?.close());
 
@@ -40,10 +55,47 @@ const DOMAIN_TABLES = [
   'audit_log_entry',
 ];
 
-async function fingerprint(): Promise<string> {
-  const parts = DOMAIN_TABLES.map((table) => `(SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM "${table}" t)`);
+const tableDigest = (table: string, where = 'true') => `(SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM "${table}" t WHERE ${where})`;
+
+async function digests(parts: string[]): Promise<string> {
   const rows = await server.app.prisma.$queryRawUnsafe<{ f: string }[]>(`SELECT concat_ws(',', ${parts.join(', ')}) AS f`);
   return rows[0]!.f;
+}
+
+const fingerprint = () => digests(DOMAIN_TABLES.map((table) => tableDigest(table)));
+
+/** This organization's own rows (and the rows of every table that names it). */
+const worldFingerprint = () =>
+  digests([tableDigest('organization', `t.id = ${world.org.id}`), ...organizationTables.map((table) => tableDigest(table, `t."organizationId" = ${world.org.id}`))]);
+
+type Who = 'owner' | 'admin' | 'moderator' | 'member' | 'guest' | 'bot' | 'deactivated' | 'otherOwner' | 'nobody' | 'wrongKey';
+const UNAUTHENTICATED: Who[] = ['nobody', 'wrongKey', 'deactivated'];
+
+/**
+ * The outcome classes every run must reach, counted and reported: the world's users accepted and
+ * refused, the unauthenticated refused, another organization's owner refused on this one's objects.
+ */
+function outcomes(door: string) {
+  const counts = { accepted: 0, refused: 0, unauthenticated: 0, otherOrganization: 0 };
+  return {
+    counts,
+    count(who: Who, refused: boolean, namesWorldObject: boolean) {
+      if (UNAUTHENTICATED.includes(who)) counts.unauthenticated++;
+      else if (who === 'otherOwner') counts[namesWorldObject ? 'otherOrganization' : refused ? 'refused' : 'accepted']++;
+      else counts[refused ? 'refused' : 'accepted']++;
+    },
+    report() {
+      console.info(`${door} fuzzing outcomes: ${JSON.stringify(counts)}`);
+      for (const [kind, n] of Object.entries(counts)) expect(n, `${door}: no ${kind} outcome`).toBeGreaterThan(0);
+    },
+  };
+}
+
+/** The status answered to `who`: never a 429 (both limits are off), never a 2xx without valid credentials of this organization. */
+function expectAuthorized(who: Who, status: number, namesWorldObject: boolean, what: string) {
+  expect(status, `${what}: a limit answered`).not.toBe(429);
+  const mustRefuse = UNAUTHENTICATED.includes(who) || (who === 'otherOwner' && namesWorldObject);
+  if (mustRefuse) expect(status >= 200 && status < 300, `${what} answered ${status} to ${who}`).toBe(false);
 }
 
 const hostileString = fc.oneof(
@@ -62,28 +114,63 @@ const REST_PARAMETERS = ['invitee_emails', 'stream_ids', 'group_ids', 'invite_as
 const percentEncoded = (value: string) => [...Buffer.from(value, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
 
 const pathSegment = fc.oneof(hostileString.filter((s) => s.length > 0).map(percentEncoded), fc.nat({ max: 3_000_000_000 }).map(String), fc.constantFrom('green_tick', 'lighthouse', '1', '%00', '..%2F..'));
+/** An id of this organization's invitations (or files), as the owner of another one would try it. */
+const WORLD_ID = 'WORLD_ID';
+const idSegment = fc.oneof({ weight: 3, arbitrary: pathSegment }, { weight: 1, arbitrary: fc.constant(WORLD_ID) });
 
-const restRequest = fc.record({
+const anyRestRequest = fc.record({
   method: fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT', 'HEAD'),
   path: fc.oneof(
     fc.constant('/invites'),
-    pathSegment.map((id) => `/invites/${id}`),
-    pathSegment.map((id) => `/invites/${id}/resend`),
+    idSegment.map((id) => `/invites/${id}`),
+    idSegment.map((id) => `/invites/${id}/resend`),
     fc.constant('/realm/emoji'),
     pathSegment.map((name) => `/realm/emoji/${name}`),
     fc.constant('/attachments'),
-    pathSegment.map((id) => `/attachments/${id}`),
+    idSegment.map((id) => `/attachments/${id}`),
     fc.constant('/server_settings'),
     fc.constant('/users/me'),
   ),
   params: fc.dictionary(fc.constantFrom(...REST_PARAMETERS), hostileString, { maxKeys: 6 }),
   encoding: fc.constantFrom('form', 'multipart', 'query', 'json', 'garbage'),
-  who: fc.constantFrom('owner', 'admin', 'moderator', 'member', 'guest', 'bot', 'deactivated', 'otherOwner', 'nobody', 'wrongKey'),
+  who: fc.constantFrom<Who>('owner', 'admin', 'moderator', 'member', 'guest', 'bot', 'deactivated', 'otherOwner', 'nobody', 'wrongKey'),
+  worldObject: fc.nat(),
 });
+
+/** Another organization's owner on the routes that act on this organization's invitations and files. */
+const crossOrganizationRequest = fc
+  .record({
+    route: fc.constantFrom(
+      { method: 'DELETE', path: `/invites/${WORLD_ID}` },
+      { method: 'POST', path: `/invites/${WORLD_ID}/resend` },
+      { method: 'DELETE', path: `/attachments/${WORLD_ID}` },
+    ),
+    params: fc.dictionary(fc.constantFrom(...REST_PARAMETERS), hostileString, { maxKeys: 2 }),
+    encoding: fc.constantFrom('form', 'multipart', 'query', 'json', 'garbage'),
+    worldObject: fc.nat(),
+  })
+  .map(({ route, ...rest }) => ({ ...rest, ...route, who: 'otherOwner' as Who }));
+
+const restRequest = fc.oneof({ weight: 9, arbitrary: anyRestRequest }, { weight: 1, arbitrary: crossOrganizationRequest });
 
 type RestRequest = typeof restRequest extends fc.Arbitrary<infer T> ? T : never;
 
-function authorization(who: RestRequest['who']): string | undefined {
+/** One of this organization's pending invitations (made when the runs have used them all up). */
+async function pendingWorldInvitation(pick: number): Promise<number> {
+  const where = { organizationId: world.org.id, status: 'PENDING' as const };
+  let pending = await server.app.prisma.invitation.findMany({ where, select: { id: true }, orderBy: { id: 'asc' } });
+  if (pending.length === 0) pending = await createInvitations(server, world, Array.from({ length: 3 }, () => ({ email: uniqueEmail('fuzzed'), queueEmail: false })));
+  return pending[pick % pending.length]!.id;
+}
+
+/** The path with WORLD_ID replaced by one of this organization's pending invitations or files. */
+async function concretePath(path: string, pick: number): Promise<{ path: string; namesWorldObject: boolean }> {
+  if (!path.includes(WORLD_ID)) return { path, namesWorldObject: false };
+  const id = path.startsWith('/invites') ? await pendingWorldInvitation(pick) : worldAttachments[pick % worldAttachments.length];
+  return { path: path.replace(WORLD_ID, String(id)), namesWorldObject: true };
+}
+
+function authorization(who: Who): string | undefined {
   if (who === 'nobody') return undefined;
   if (who === 'wrongKey') return 'Basic ' + Buffer.from(`${world.users.owner.email}:${'x'.repeat(32)}`).toString('base64');
   if (who === 'otherOwner') return other.users.owner.auth;
@@ -106,34 +193,36 @@ function restInit({ method, params, encoding, who }: RestRequest): { init: Reque
   return { init: { method, headers, body: new URLSearchParams(params) }, query: '' };
 }
 
-/** How many answers of each kind a run saw: the generators must reach both success and refusal. */
-function tally() {
-  const counts = { accepted: 0, refused: 0 };
-  return { counts, count: (refused: boolean) => counts[refused ? 'refused' : 'accepted']++ };
-}
-
-test('REST: every generated request gets a JSON envelope, never a 5xx; refused ones change nothing', async () => {
-  const { counts, count } = tally();
+test('REST: every generated request gets a JSON envelope, never a 5xx; refused ones change nothing; no 2xx without authority', async () => {
+  const tally = outcomes('REST');
   await fc.assert(
     fc.asyncProperty(restRequest, async (request) => {
+      const { path, namesWorldObject } = await concretePath(request.path, request.worldObject);
       const before = await fingerprint();
+      const worldBefore = request.who === 'otherOwner' ? await worldFingerprint() : undefined;
       const { init, query } = restInit(request);
-      const response = await fetch(`${server.url}/api/v1${request.path}${query}`, init);
+      const response = await fetch(`${server.url}/api/v1${path}${query}`, init);
       const text = await response.text();
-      expect(response.status, `${request.method} ${request.path} answered ${response.status}: ${text}`).toBeLessThan(500);
-      if (request.method === 'HEAD') return;
+      const what = `${request.method} ${path}`;
+      expect(response.status, `${what} answered ${response.status}: ${text}`).toBeLessThan(500);
+      if (path !== '/server_settings') expectAuthorized(request.who, response.status, namesWorldObject, what);
+      if (worldBefore !== undefined) expect(await worldFingerprint(), `${what} by another organization's owner changed this one`).toBe(worldBefore);
+      if (path === '/server_settings') return;
+      if (request.method === 'HEAD') {
+        tally.count(request.who, response.status >= 400, namesWorldObject);
+        return;
+      }
       const body = JSON.parse(text) as { result?: string; msg?: string; sent_invitations?: boolean };
       expect(['success', 'error']).toContain(body.result);
       expect(typeof body.msg).toBe('string');
       // INVITATION_FAILED with sent_invitations: true reports a partial success (behaviour.md 3.2).
       const refused = response.status >= 400 && body.sent_invitations !== true;
-      count(refused);
-      if (refused) expect(await fingerprint(), `${request.method} ${request.path} was refused but wrote`).toBe(before);
+      tally.count(request.who, refused, namesWorldObject);
+      if (refused) expect(await fingerprint(), `${what} was refused but wrote`).toBe(before);
     }),
     { seed: SEED, numRuns: REST_RUNS, endOnFailure: true },
   );
-  expect(counts.accepted).toBeGreaterThan(REST_RUNS / 20);
-  expect(counts.refused).toBeGreaterThan(REST_RUNS / 4);
+  tally.report();
 }, 600_000);
 
 const MUTATIONS = {
@@ -171,18 +260,22 @@ const graphqlRequest = fc.record({
     {
       input: fc.oneof({ weight: 2, arbitrary: plausibleInput }, { weight: 1, arbitrary: sendInput }),
       name: fc.oneof(fc.constantFrom('green_tick', 'lighthouse', 'retired_logo'), hostileString, anyJson),
-      id: fc.oneof(fc.integer({ min: 1, max: 3000 }), anyJson),
+      id: fc.oneof(fc.integer({ min: 1, max: 3000 }), anyJson, fc.constant(WORLD_ID)),
     },
     { requiredKeys: [] },
   ),
-  who: fc.constantFrom('owner', 'owner', 'admin', 'admin', 'member', 'guest', 'bot', 'otherOwner', 'nobody', 'wrongKey') as fc.Arbitrary<RestRequest['who']>,
+  who: fc.constantFrom<Who>('owner', 'owner', 'admin', 'admin', 'member', 'guest', 'bot', 'deactivated', 'otherOwner', 'otherOwner', 'nobody', 'wrongKey'),
+  worldObject: fc.nat(),
 });
 
-test('GraphQL: every generated mutation gets a JSON answer, never a 5xx; refused ones change nothing', async () => {
-  const { counts, count } = tally();
+test('GraphQL: every generated mutation gets a JSON answer, never a 5xx; refused ones change nothing; no success without authority', async () => {
+  const tally = outcomes('GraphQL');
   await fc.assert(
-    fc.asyncProperty(graphqlRequest, async ({ operation, variables, who }) => {
+    fc.asyncProperty(graphqlRequest, async ({ operation, variables, who, worldObject }) => {
+      const namesWorldObject = variables.id === WORLD_ID && (operation === 'revokeInvitation' || operation === 'resendInvitation');
+      if (variables.id === WORLD_ID) variables = { ...variables, id: await pendingWorldInvitation(worldObject) };
       const before = await fingerprint();
+      const worldBefore = who === 'otherOwner' ? await worldFingerprint() : undefined;
       const auth = authorization(who);
       const response = await fetch(`${server.url}/graphql`, {
         method: 'POST',
@@ -191,14 +284,16 @@ test('GraphQL: every generated mutation gets a JSON answer, never a 5xx; refused
       });
       const text = await response.text();
       expect(response.status, `${operation} answered ${response.status}: ${text}`).toBeLessThan(500);
+      expectAuthorized(who, response.status, false, operation);
+      if (worldBefore !== undefined) expect(await worldFingerprint(), `${operation} by another organization's owner changed this one: ${text}`).toBe(worldBefore);
       const body = JSON.parse(text) as { data?: Record<string, { __typename: string; sentInvitations?: boolean } | null> | null; errors?: unknown[] };
       const result = body.data?.[operation];
       const refused = body.errors !== undefined || !result || (result.__typename.endsWith('Error') && result.sentInvitations !== true);
-      count(refused);
+      if (UNAUTHENTICATED.includes(who) || (who === 'otherOwner' && namesWorldObject)) expect(refused, `${operation} succeeded for ${who}: ${text}`).toBe(true);
+      tally.count(who, refused, namesWorldObject);
       if (refused) expect(await fingerprint(), `${operation} was refused but wrote: ${text}`).toBe(before);
     }),
     { seed: SEED, numRuns: GRAPHQL_RUNS, endOnFailure: true },
   );
-  expect(counts.accepted).toBeGreaterThan(0);
-  expect(counts.refused).toBeGreaterThan(GRAPHQL_RUNS / 4);
+  tally.report();
 }, 600_000);

@@ -2,15 +2,15 @@
 // longer than DATABASE_LOCK_WAIT_SECONDS, invitations (the driver's transaction and Prisma's) answer a
 // JSON 503 with Retry-After ("busy", not the outage's message), write nothing, and the database is
 // not taken for down; the log has one warning per refusal and no error.
-import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
 import { postInvites, storedInvitations } from '../support/invites.js';
-import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
+import { holdOrganizationRow } from './contention.js';
 
 const { logger, lines } = capturedLogger('debug');
 
@@ -41,15 +41,11 @@ const SendInvitations = graphql(`
 
 /** `work`'s result, run while a connection of the test's own holds the organization's row lock. */
 async function whileRowHeld<T>(organizationId: number, work: () => Promise<T>): Promise<T> {
-  const holder = new pg.Client({ connectionString: await testDatabaseUrl() });
-  await holder.connect();
+  const hold = await holdOrganizationRow(organizationId);
   try {
-    await holder.query('BEGIN');
-    await holder.query('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [organizationId]);
     return await work();
   } finally {
-    await holder.query('ROLLBACK');
-    await holder.end();
+    await hold.release();
   }
 }
 

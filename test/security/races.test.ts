@@ -1,11 +1,14 @@
 // Issue 9 row 3 and "Concurrency without 500s": every race has exactly the winners the rules allow,
-// the losers get the documented 4xx, and every side (rows, outbox) agrees. Each test fires 20+
-// requests at once on real connections, so the requests contend for the same rows for real.
+// the losers get the documented 4xx, and every side (rows, outbox) agrees. The requests contend for
+// real: PostgreSQL shows them waiting on the organization's row lock before the test lets it go
+// (contention.ts), and where the rules accept two outcomes the requests are queued in both orders, so
+// that each outcome occurs. A forced deadlock proves the retry of src/domain/transaction.ts.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createInvitations, uniqueEmail } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld } from '../support/world.js';
-import { whileOrganizationLocked } from './contention.js';
+import { inSqlTransaction, inTransaction } from '../../src/domain/transaction.js';
+import { holdOrganizationRow, inLockOrder, whileOrganizationLocked } from './contention.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -14,6 +17,9 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const PARALLEL = 20;
+
+/** A transaction's body that locks organization rows with `lock`. */
+type Locking = (lock: (organizationId: number) => Promise<unknown>) => Promise<number>;
 
 /** How many answers had each status, e.g. { 200: 1, 410: 19 }. */
 function countStatuses(statuses: number[]): Record<number, number> {
@@ -33,7 +39,8 @@ test(`row 3: ${PARALLEL} simultaneous acceptances of one address's ${PARALLEL} i
   const w = await createWorld(server.app.prisma);
   const email = uniqueEmail('racer');
   const invitations = await createInvitations(server, w, Array.from({ length: PARALLEL }, () => ({ email, queueEmail: false })));
-  const answers = await whileOrganizationLocked(server.app.prisma, w.org.id, () => Promise.all(invitations.map((i) => accept(i.confirmationKey))));
+  // Every connection of the server's pool (10) waits for the lock before it is let go.
+  const answers = await whileOrganizationLocked(w.org.id, () => Promise.all(invitations.map((i) => accept(i.confirmationKey))), { waiters: 10 });
   const counts = countStatuses(answers.map((a) => a.status));
   // One winner; the others find their invitation revoked by the winner's acceptance (410).
   expect(counts).toEqual({ 200: 1, 410: PARALLEL - 1 });
@@ -51,48 +58,53 @@ test(`row 3: ${PARALLEL} simultaneous acceptances of one address's ${PARALLEL} i
   expect(new Set(greetings.map((m) => m.content)).size).toBe(greetings.length);
 });
 
-test(`revoke against accept, ${PARALLEL} pairs at once: each invitation is either revoked or accepted, never both`, async () => {
+/** Half of the pairs with one request first in the lock's queue, half with the other. */
+const ORDERS = ['first', 'second'] as const;
+const PAIRS = 8;
+
+test(`revoke against accept, ${PAIRS} pairs queued on the lock in both orders: the first wins, never both`, async () => {
   const w = await createWorld(server.app.prisma);
-  const invitations = await createInvitations(server, w, Array.from({ length: PARALLEL }, () => ({ email: uniqueEmail('pair'), queueEmail: false })));
-  const pairs = await whileOrganizationLocked(server.app.prisma, w.org.id, () => Promise.all(
-    invitations.map(async (i) => {
-      const [revoked, accepted] = await Promise.all([rest('DELETE', `/invites/${i.id}`, w.users.admin.auth), accept(i.confirmationKey)]);
-      return { id: i.id, email: i.email, revoke: revoked.status, accept: accepted.status, revokeBody: await revoked.json() };
-    }),
-  ));
+  const invitations = await createInvitations(server, w, Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('pair'), queueEmail: false })));
   const prisma = server.app.prisma;
-  for (const pair of pairs) {
-    const row = await prisma.invitation.findUniqueOrThrow({ where: { id: pair.id } });
-    const account = await prisma.user.count({ where: { organizationId: w.org.id, emailKey: pair.email.toLowerCase() } });
-    if (pair.accept === 200) {
-      expect(pair.revoke).toBe(400);
-      expect(pair.revokeBody).toEqual({ result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' });
-      expect(row.status).toBe('ACCEPTED');
-      expect(account).toBe(1);
+  for (const [n, i] of invitations.entries()) {
+    const acceptFirst = ORDERS[n % 2] === 'first';
+    const revoke = () => rest('DELETE', `/invites/${i.id}`, w.users.admin.auth);
+    const acceptIt = () => accept(i.confirmationKey);
+    const answers = await inLockOrder(w.org.id, acceptFirst ? [acceptIt, revoke] : [revoke, acceptIt]);
+    const [accepted, revoked] = acceptFirst ? answers : [answers[1]!, answers[0]!];
+    const row = await prisma.invitation.findUniqueOrThrow({ where: { id: i.id } });
+    const accounts = await prisma.user.count({ where: { organizationId: w.org.id, emailKey: i.email.toLowerCase() } });
+    const outcome = { accept: accepted.status, revoke: revoked.status, revokeBody: await revoked.json(), row: row.status, accounts };
+    if (acceptFirst) {
+      expect(outcome).toEqual({ accept: 200, revoke: 400, revokeBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' }, row: 'ACCEPTED', accounts: 1 });
     } else {
-      expect([pair.revoke, pair.accept]).toEqual([200, 410]);
-      expect(row.status).toBe('REVOKED');
-      expect(account).toBe(0);
+      expect(outcome).toEqual({ accept: 410, revoke: 200, revokeBody: { result: 'success', msg: '' }, row: 'REVOKED', accounts: 0 });
     }
   }
 });
 
-test(`resend against revoke, ${PARALLEL} pairs at once: a resent e-mail only for invitations still pending then`, async () => {
+test(`resend against revoke, ${PAIRS} pairs queued on the lock in both orders: a resent e-mail only while still pending`, async () => {
   const w = await createWorld(server.app.prisma);
-  const invitations = await createInvitations(server, w, Array.from({ length: PARALLEL }, () => ({ email: uniqueEmail('resend') })));
-  const pairs = await whileOrganizationLocked(server.app.prisma, w.org.id, () => Promise.all(
-    invitations.map(async (i) => {
-      const [resent, revoked] = await Promise.all([rest('POST', `/invites/${i.id}/resend`, w.users.admin.auth), rest('DELETE', `/invites/${i.id}`, w.users.admin.auth)]);
-      return { id: i.id, resend: resent.status, revoke: revoked.status, resendBody: await resent.json() };
-    }),
-  ));
+  const invitations = await createInvitations(server, w, Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('resend') })));
   const prisma = server.app.prisma;
-  for (const pair of pairs) {
-    expect(pair.revoke).toBe(200);
-    expect([200, 400]).toContain(pair.resend);
-    if (pair.resend === 400) expect(pair.resendBody).toEqual({ result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' });
-    expect((await prisma.invitation.findUniqueOrThrow({ where: { id: pair.id } })).status).toBe('REVOKED');
-    expect(await prisma.outboxEmail.count({ where: { invitationId: pair.id } })).toBe(pair.resend === 200 ? 2 : 1);
+  for (const [n, i] of invitations.entries()) {
+    const resendFirst = ORDERS[n % 2] === 'first';
+    const resend = () => rest('POST', `/invites/${i.id}/resend`, w.users.admin.auth);
+    const revoke = () => rest('DELETE', `/invites/${i.id}`, w.users.admin.auth);
+    const answers = await inLockOrder(w.org.id, resendFirst ? [resend, revoke] : [revoke, resend]);
+    const [resent, revoked] = resendFirst ? answers : [answers[1]!, answers[0]!];
+    const outcome = {
+      resend: resent.status,
+      resendBody: await resent.json(),
+      revoke: revoked.status,
+      row: (await prisma.invitation.findUniqueOrThrow({ where: { id: i.id } })).status,
+      emails: await prisma.outboxEmail.count({ where: { invitationId: i.id } }),
+    };
+    expect(outcome).toEqual(
+      resendFirst
+        ? { resend: 200, resendBody: { result: 'success', msg: '' }, revoke: 200, row: 'REVOKED', emails: 2 }
+        : { resend: 400, resendBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' }, revoke: 200, row: 'REVOKED', emails: 1 },
+    );
   }
 });
 
@@ -100,10 +112,9 @@ test('invites against the daily limit: 30 requests at once, exactly the limit pa
   const w = await createWorld(server.app.prisma, (f) => (f.organization.max_invites = 10));
   // Two sends per organization and process wait on the database lock; the others queue in the process.
   const answers = await whileOrganizationLocked(
-    server.app.prisma,
     w.org.id,
     () => Promise.all(Array.from({ length: 30 }, () => rest('POST', '/invites', w.users.admin.auth, { invitee_emails: uniqueEmail('daily'), stream_ids: '[]' }))),
-    2,
+    { waiters: 2 },
   );
   const bodies = await Promise.all(answers.map((a) => a.json()));
   expect(countStatuses(answers.map((a) => a.status))).toEqual({ 200: 10, 400: 20 });
@@ -111,4 +122,31 @@ test('invites against the daily limit: 30 requests at once, exactly the limit pa
   const prisma = server.app.prisma;
   expect(await prisma.invitation.count({ where: { organizationId: w.org.id } })).toBe(10);
   expect(await prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(10);
+});
+
+test.each([
+  ['a Prisma transaction (inTransaction)', (work: Locking) => inTransaction(server.app.prisma, (tx) => work((id) => tx.$queryRaw`SELECT id FROM organization WHERE id = ${id} FOR UPDATE`))],
+  ['a driver transaction (inSqlTransaction)', (work: Locking) => inSqlTransaction(server.app.sql, (tx) => work((id) => tx.rows('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [id])))],
+])('a forced deadlock aborts %s, which runs again and commits', async (_name, run) => {
+  const [a, b] = [await createWorld(server.app.prisma), await createWorld(server.app.prisma)];
+  // The test's connection holds B; the transaction takes A, then waits for B.
+  const hold = await holdOrganizationRow(b.org.id);
+  let attempts = 0;
+  const done = run(async (lock) => {
+    attempts++;
+    await lock(a.org.id);
+    await lock(b.org.id);
+    return attempts;
+  });
+  done.catch(() => {});
+  try {
+    await hold.untilWaiting(1);
+    // Now the test's connection asks for A: each waits for the other. The transaction waited first,
+    // so PostgreSQL's deadlock check (after deadlock_timeout) fires there: 40P01, and A is granted here.
+    await hold.holder.query('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [a.org.id]);
+    expect(attempts).toBe(1);
+  } finally {
+    await hold.release();
+  }
+  expect(await done).toBe(2);
 });

@@ -1,8 +1,12 @@
 // The server and the CLI as users run them: the compiled JavaScript under dist/ (built before the
 // tests by `pretest`), with plain `node`, in processes of their own.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect } from 'vitest';
+import { testDatabaseUrl } from './server.js';
 
 export interface Started {
   child: ChildProcess;
@@ -15,9 +19,16 @@ afterAll(() => {
   for (const started of running) started.child.kill('SIGTERM');
 });
 
-/** The environment of a newcomer's shell: no DATABASE_URL (nor DATABASE_DIRECT_URL) or SERVER_URL unless given. */
-function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * What the test runner adds to its own environment (Vitest's and Vite's variables, NODE_ENV=test)
+ * and the tests' LOG_LEVEL: a server or CLI process gets none of it, and runs as in production.
+ */
+const TEST_RUNNER_VARIABLES = ['TEST', 'NODE_ENV', 'MODE', 'DEV', 'PROD', 'SSR', 'BASE_URL', 'FORCE_TTY', 'LOG_LEVEL'];
+
+/** The environment of a newcomer's shell: no DATABASE_URL (nor DATABASE_DIRECT_URL) or SERVER_URL unless given, nothing of the test runner's. */
+export function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, HOST: '127.0.0.1' };
+  for (const name of Object.keys(env)) if (name.startsWith('VITEST') || TEST_RUNNER_VARIABLES.includes(name)) delete env[name];
   delete env.DATABASE_URL;
   delete env.DATABASE_DIRECT_URL;
   delete env.SERVER_URL;
@@ -54,6 +65,27 @@ export async function stopServerProcess(started: Started): Promise<void> {
   started.child.kill('SIGTERM');
   const code = await started.exited;
   expect({ code, signal: started.child.signalCode, output: started.output() }).toMatchObject({ code: 0, signal: null });
+}
+
+export interface ProcessesOnTestDatabase {
+  /** Each process's base URL. */
+  urls: string[];
+  /** SIGTERM to each (every one must exit with 0), then their data directories removed. */
+  stop(): Promise<void>;
+}
+
+/** `count` server processes over this test file's database, each with a data directory of its own, once they listen. */
+export async function serverProcessesOnTestDatabase(count: number, env: NodeJS.ProcessEnv = {}): Promise<ProcessesOnTestDatabase> {
+  const databaseUrl = await testDatabaseUrl();
+  const dataDirs = await Promise.all(Array.from({ length: count }, () => mkdtemp(join(tmpdir(), 'teamchat-process-'))));
+  const processes = dataDirs.map((dataDir) => startServerProcess({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...env }));
+  return {
+    urls: await Promise.all(processes.map(listeningUrl)),
+    async stop() {
+      await Promise.all(processes.map(stopServerProcess));
+      await Promise.all(dataDirs.map((dataDir) => rm(dataDir, { recursive: true, force: true })));
+    },
+  };
 }
 
 export interface CliResult {

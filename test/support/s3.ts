@@ -9,8 +9,18 @@ import type { AddressInfo } from 'node:net';
 import S3rver from '@20minutes/s3rver';
 import type { S3Config } from '../../src/config.js';
 
+/** An object the S3 server stored: `ObjectCreated:Put` (one request) or `ObjectCreated:Post` (a completed multipart upload). */
+export interface S3Event {
+  name: string;
+  key: string;
+  size: number;
+  eTag: string;
+}
+
 export interface TestS3 {
   config: S3Config;
+  /** What the server stored, in order (its own event notifications). */
+  events: S3Event[];
   /** Every object key in the bucket, and any other file the server keeps there (unfinished multipart uploads). */
   storedKeys(): Promise<string[]>;
   close(): Promise<void>;
@@ -22,8 +32,14 @@ const OBJECT_SIDECAR = /\._S3rver_(metadata\.json|object\.md5)$/;
 export async function startTestS3(bucket = 'teamchat-uploads'): Promise<TestS3> {
   const directory = await mkdtemp(join(tmpdir(), 'teamchat-s3-'));
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const events: S3Event[] = [];
+  server.on('event', ({ Records: [record] }: { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] }) => {
+    const { key, size, eTag } = record!.s3.object;
+    events.push({ name: record!.eventName, key, size, eTag });
+  });
   const { port } = (await server.run()) as AddressInfo;
   return {
+    events,
     config: {
       bucket,
       endpoint: `http://127.0.0.1:${port}`,

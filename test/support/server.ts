@@ -3,6 +3,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server.js';
@@ -21,6 +22,23 @@ export function testDatabaseUrl(): Promise<string> {
 export async function testDatabaseUrls(): Promise<{ databaseUrl: string; directUrl: string }> {
   const directUrl = await testDatabaseUrl();
   return { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), databaseName(directUrl)), directUrl };
+}
+
+/** A connection to this test file's database outside every server's pool. */
+export async function connectToTestDatabase(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: await testDatabaseUrl() });
+  await client.connect();
+  return client;
+}
+
+/** One statement on a connection of its own, as an operator's psql would run it. */
+export async function runOnTestDatabase(text: string, values: unknown[] = []): Promise<void> {
+  const client = await connectToTestDatabase();
+  try {
+    await client.query(text, values);
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -3,7 +3,7 @@
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { startTestS3, type TestS3 } from './s3.js';
+import { startTestS3, type S3Event, type TestS3 } from './s3.js';
 import { startTestServer, type TestServer } from './server.js';
 import type { ApiResponse } from './rest.js';
 
@@ -41,6 +41,8 @@ export interface UploadServer {
   server: TestServer;
   /** Every key the storage holds, sorted. */
   storedKeys(): Promise<string[]>;
+  /** What the S3 server stored, in order (none for the directory). */
+  s3Events(): S3Event[];
   /** Makes every storage operation fail from now on: the directory becomes a file, the S3 server stops. */
   breakStorage(): Promise<void>;
   close(): Promise<void>;
@@ -54,6 +56,7 @@ export async function startUploadServer(kind: StorageKind, uploads: Partial<Retu
   return {
     server,
     storedKeys: () => (s3 ? s3.storedKeys() : listFiles(directoryOf(server))),
+    s3Events: () => s3?.events ?? [],
     async breakStorage() {
       if (!s3) {
         await rm(directoryOf(server), { recursive: true, force: true });
