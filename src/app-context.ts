@@ -6,6 +6,7 @@ import type { AuthCache } from './domain/auth/auth-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
+import type { MemoryBudget } from './http/memory-budget.js';
 
 export interface AppContext {
   prisma: Prisma;
@@ -21,4 +22,6 @@ export interface AppContext {
   storage: FileStorage;
   /** Where this application logs; default: the process's logger (src/logging.ts). */
   log?: Logger;
+  /** Admits the largest answers; absent: no limit (src/http/memory-budget.ts). */
+  memoryBudget?: MemoryBudget;
 }

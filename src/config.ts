@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
+import type { MemoryBudgetConfig } from './http/memory-budget.js';
 import { StartupError } from './startup-error.js';
 
 export interface Config {
@@ -36,6 +37,8 @@ export interface Config {
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
   allowedOrigins: string[];
   uploads: UploadsConfig;
+  /** What the largest answers in flight may hold together before others wait or get 503 (src/http/memory-budget.ts). */
+  memoryBudget: MemoryBudgetConfig;
 }
 
 export interface S3Config {
@@ -133,6 +136,9 @@ function parseOrigins(value: string | undefined): string[] {
     });
 }
 
+/** See the README's configuration table: with the server's own 130-150 MiB, under 512 MiB resident. */
+const DEFAULT_MEMORY_BUDGET_MIB = 160;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const listenPort = port('PORT', env.PORT, 9991)!;
@@ -155,5 +161,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphqlLimits: readGraphQLLimits(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
     uploads: loadUploadsConfig(env),
+    memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
   };
 }

@@ -16,6 +16,7 @@ import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { createApp } from './http/app.js';
+import { MemoryBudget } from './http/memory-budget.js';
 import type { Logger } from './logging.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
@@ -70,6 +71,7 @@ export async function startServer(
     notifyOutbox: () => outbox?.wake(),
     storage: await openStorage(config),
     log: options.logger,
+    memoryBudget: new MemoryBudget(config.memoryBudget),
   };
   const http = createApp(app);
   handle = (request, env) => http.fetch(request, env);

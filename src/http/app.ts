@@ -15,6 +15,7 @@ import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
+import { memoryBudgetOf } from './memory-budget.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -64,6 +65,7 @@ export function createApp(app: AppContext): Hono {
   const database = new DatabaseStatus(app.prisma, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
+  const memory = memoryBudgetOf(app);
 
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
@@ -107,7 +109,8 @@ export function createApp(app: AppContext): Hono {
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
-      return await graphql.handle(c.req.raw, clientAddress(c));
+      // Whatever a resolver reserved is held until the response (its JSON) is built.
+      return await memory.answering(() => graphql.handle(c.req.raw, clientAddress(c)));
     } catch (error) {
       const unavailable = database.noteFailure(error);
       if (unavailable) return graphqlUnavailable(unavailable);
