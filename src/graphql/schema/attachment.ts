@@ -1,7 +1,12 @@
 import { attachmentUrl, listOwnAttachmentsWithMessages, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
+import { allPages } from '../../domain/paging.js';
+import { memoryBudgetOf, thrownAsBusy } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
+
+/** What one file with its messages costs while the answer is built: rows, result tree and JSON (measured). */
+const ANSWER_BYTES_PER_FILE = 2048;
 
 export type AttachmentShape = OwnAttachmentWithMessages;
 
@@ -68,6 +73,11 @@ builder.queryField('attachments', (t) =>
   t.field({
     type: AttachmentList,
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
-    resolve: (_root, _args, context) => listOwnAttachmentsWithMessages(context.app.sql, actorOf(context)),
+    resolve: async (_root, _args, context) => {
+      const listing = await listOwnAttachmentsWithMessages(context.app.sql, actorOf(context));
+      // A list past one page is held whole (rows, answer tree, JSON): its size is reserved first.
+      if (listing.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(listing.expectedCount * ANSWER_BYTES_PER_FILE).catch(thrownAsBusy);
+      return { ...listing, attachments: await allPages(listing) };
+    },
   }),
 );
