@@ -11,6 +11,7 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { best, runRound, type Round, type Scenario } from './bench/load.js';
+import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
@@ -170,7 +171,7 @@ async function measure(scenario: Scenario, floor: BenchProcess, real: BenchProce
   return { name: scenario.name, real: realBest!, floor: floorBest!, serverPeakRss };
 }
 
-async function benchMode(mode: Mode): Promise<ModeResult> {
+async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileResult }> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
   await chmod(workDir, 0o755);
@@ -209,7 +210,10 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
       results.push(await measure({ ...rest!, name: sizeScenario(name), reset: () => outboxDelivered(db!) }, floor, real));
     }
     const realPeaks = realRss.stop();
+    // Last, on its own: it adds 60,000 files and 30,000 invitations, and its memory is not the normal load's.
+    const hostile = selected(HOSTILE_SCENARIO) ? await runHostile(real, db, organizations.main!) : undefined;
     return {
+      hostile,
       mode: mode.kind,
       data: describeVolume(volumes.main),
       scenarios: results,
@@ -233,7 +237,7 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
 
 async function main() {
   const external = process.env.DATABASE_URL;
-  const modes: ModeResult[] = [];
+  const modes: (ModeResult & { hostile?: HostileResult })[] = [];
   if (flags.mode !== 'external') modes.push(await benchMode({ kind: 'embedded' }));
   if (external && flags.mode !== 'embedded') modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
@@ -242,7 +246,7 @@ async function main() {
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report);
+  const markdown = markdownReport(report) + hostileMarkdown(modes);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
