@@ -5,7 +5,7 @@
 // room the large one gets its full body.
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ATTACHMENT_PAGE_SIZE } from '../../src/domain/attachments/attachments.js';
 import { INVITATION_PAGE_SIZE } from '../../src/domain/invitations/manage.js';
@@ -247,6 +247,27 @@ describe('the memory budget', () => {
     expect(JSON.parse(query.body.toString()).data.attachments.attachments).toHaveLength(FILES + 2);
     // Every reservation was given back.
     expect(budget.reserved).toBe(0);
+  });
+
+  test('a client that goes away in the middle of a streamed list gives its reservation back', async () => {
+    const budget = tight.app.memoryBudget!;
+    await new Promise<void>((resolve, reject) => {
+      const req = request(`${tight.url}/api/v1/attachments`, { headers: { authorization: world.users.member.auth } }, (res) => {
+        expect(res.statusCode).toBe(200);
+        // Whether the server had written the last page by then depends on the sockets' buffers: either
+        // way nothing may stay reserved.
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
+      req.end();
+    });
+    await vi.waitFor(() => expect(budget.reserved).toBe(0));
+    // And the next one is answered in full.
+    const again = await raw(tight.url, '/api/v1/attachments', { authorization: world.users.member.auth });
+    expect(again.body.toString()).toBe(await wholeAttachmentsBody(world.users.member.id));
   });
 
   test('a waiting request is admitted, in order, when room comes; one larger than the budget runs alone', async () => {
