@@ -5,7 +5,10 @@ import { memoryBudgetOf, thrownAsBusy } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 
-/** What one file with its messages costs while the answer is built: rows, result tree and JSON (measured). */
+/**
+ * What one file costs while the answer is built (rows, result tree, JSON): a 60,000-file list raised
+ * the process's RSS by 70-100 MiB, about 1.2-1.7 KiB a file.
+ */
 const ANSWER_BYTES_PER_FILE = 2048;
 
 export type AttachmentShape = OwnAttachmentWithMessages;

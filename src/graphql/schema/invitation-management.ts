@@ -16,7 +16,7 @@ export const InvitationActionResult = builder.unionType('InvitationActionResult'
   types: [InvitationActionSuccess, NotFoundError, BadRequestError],
 });
 
-/** What one invitation costs while the answer is built: rows, views, result tree and JSON (measured). */
+/** What one invitation costs while the answer is built (rows, views, result tree, JSON): an upper estimate, as for files. */
 const ANSWER_BYTES_PER_INVITATION = 2048;
 
 builder.queryField('invitations', (t) =>

@@ -19,7 +19,7 @@ export function jsonInteger(value: bigint): number {
   return number;
 }
 
-/** A page's rows, its answer objects and JSON together, per file (measured: about 1 KiB). */
+/** A page's rows, answer objects and JSON together, per file: an upper estimate (4 MiB a page). */
 const PAGE_BYTES_PER_FILE = 2048;
 
 const restShape = (a: OwnAttachment) => ({

@@ -23,7 +23,7 @@ const restShape = (i: ListedInvitation) => ({
   is_multiuse: false,
 });
 
-/** A page's rows, answer objects and JSON together, per invitation (measured: well under 1 KiB). */
+/** A page's rows, answer objects and JSON together, per invitation: an upper estimate (5 MiB a page). */
 const PAGE_BYTES_PER_INVITATION = 1024;
 
 /** One page is answered whole (with its length); more are streamed a page at a time. */
