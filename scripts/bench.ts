@@ -11,6 +11,7 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
+import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
@@ -177,8 +178,11 @@ const SCENARIOS: RegisteredScenario[] = [
   { name: sizeName('large'), organization: 'large', word: 'size', build: sizeRound },
 ];
 
-const isSelected = (entry: RegisteredScenario) =>
+const isSelected = (entry: Pick<RegisteredScenario, 'name' | 'word'>) =>
   !flags.only || flags.only.some((word) => (entry.word ? word === entry.word : entry.name.toLowerCase().includes(word.toLowerCase())));
+
+/** The hoarder is the benchmark user (an administrator, who also invites); the other user a member. */
+const hostileParties = (org: Organization) => ({ id: org.id, authorization: org.authorizations[0]!, otherUser: org.authorizations[1]! });
 
 /** The unknown emoji's refusal too must be the same. */
 async function assertSameRefusal(org: Organization, { floor, real }: Pair) {
@@ -232,7 +236,7 @@ async function measureRateLimited(scenario: Scenario, env: Record<string, string
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
-async function benchMode(mode: Mode): Promise<ModeResult> {
+async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileResult }> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
   await chmod(workDir, 0o755);
@@ -270,7 +274,10 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
       results.push(result);
     }
     const realPeaks = realRss.stop();
+    // Last, on its own: it adds 60,000 files and 30,000 invitations, and its memory is not the normal load's.
+    const hostile = isSelected({ name: HOSTILE_SCENARIO }) ? await runHostile(real, db, hostileParties(organizations.main!)) : undefined;
     return {
+      hostile,
       mode: mode.kind,
       data: describeVolume(volumes.main),
       scenarios: results,
@@ -294,7 +301,7 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
 
 async function main() {
   const external = process.env.DATABASE_URL;
-  const modes: ModeResult[] = [];
+  const modes: (ModeResult & { hostile?: HostileResult })[] = [];
   if (flags.mode !== 'external') modes.push(await benchMode({ kind: 'embedded' }));
   if (external && flags.mode !== 'embedded') modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
@@ -303,7 +310,7 @@ async function main() {
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report);
+  const markdown = markdownReport(report) + hostileMarkdown(modes);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);

@@ -7,6 +7,7 @@ import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
 import type { ServerMetrics } from './metrics/metrics.js';
+import type { MemoryBudget } from './http/memory-budget.js';
 
 export interface AppContext {
   prisma: Prisma;
@@ -24,4 +25,6 @@ export interface AppContext {
   log?: Logger;
   /** This server's metrics; absent when they are off (METRICS_TOKEN and METRICS_PORT unset). */
   metrics?: ServerMetrics;
+  /** Admits the largest answers; absent: no limit (src/http/memory-budget.ts). */
+  memoryBudget?: MemoryBudget;
 }

@@ -5,6 +5,7 @@ import { SUPPORTED_SSL_MODES } from './db/tls.js';
 import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { parseTrustedProxies } from './http/client-address.js';
+import type { MemoryBudgetConfig } from './http/memory-budget.js';
 import { StartupError } from './startup-error.js';
 
 export interface Config {
@@ -43,6 +44,8 @@ export interface Config {
   /** Peers (addresses, CIDR ranges) whose X-Forwarded-For and Forwarded name the client; empty: none. */
   trustedProxies: string[];
   uploads: UploadsConfig;
+  /** What the largest answers in flight may hold together before others wait or get 503 (src/http/memory-budget.ts). */
+  memoryBudget: MemoryBudgetConfig;
   /** GET /metrics; off when neither the token nor the port is set. */
   metrics: MetricsConfig;
 }
@@ -193,6 +196,8 @@ function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): MetricsConfig 
   }
   return { token, port: metricsPort };
 }
+/** See the README's configuration table: with the server's own 130-150 MiB, under 512 MiB resident. */
+const DEFAULT_MEMORY_BUDGET_MIB = 160;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
@@ -219,5 +224,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
     uploads: loadUploadsConfig(env),
     metrics: metricsConfig(env, listenPort),
+    memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
   };
 }

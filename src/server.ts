@@ -18,6 +18,7 @@ import { whileStarting } from './http/probes.js';
 import { logger as processLogger, type Logger } from './logging.js';
 import { metricsOnly } from './metrics/endpoint.js';
 import { createServerMetrics, instrumentServer } from './metrics/instrument.js';
+import { MemoryBudget } from './http/memory-budget.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -79,6 +80,7 @@ export async function startServer(
     storage: await openStorage(config),
     log: options.logger,
     metrics,
+    memoryBudget: new MemoryBudget(config.memoryBudget),
   };
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
   const http = createApp(app, { draining: () => draining });

@@ -20,6 +20,7 @@ import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
+import { memoryBudgetOf } from './memory-budget.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -78,6 +79,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
   const addressOf = clientAddressOf(app.config.trustedProxies);
+  const memory = memoryBudgetOf(app);
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {
@@ -128,7 +130,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
-      return await graphql.handle(c.req.raw, clientAddress(c));
+      // Whatever a resolver reserved is held until the response (its JSON) is built.
+      return await memory.answering(() => graphql.handle(c.req.raw, clientAddress(c)));
     } catch (error) {
       const unavailable = database.noteFailure(error);
       if (unavailable) return graphqlUnavailable(unavailable);

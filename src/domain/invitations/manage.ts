@@ -2,7 +2,7 @@
 // referrer manages their own; administrators manage everyone's, except that invitations as
 // owner need an owner. Anything else, and other organizations' ids, are "No such invitation".
 import type { AppContext } from '../../app-context.js';
-import type { Prisma as Database } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
@@ -11,31 +11,100 @@ import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
-import { activeInvitationWhere, toInvitationView, type InvitationView } from './status.js';
+import { toInvitationView, type InvitationView } from './status.js';
+import { pagedList, type Paged } from '../paging.js';
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
 
-/** Whose invitations the actor sees and manages. */
-const visibleTo = (actor: Actor) =>
-  isAdministrator(actor.role) ? { organizationId: actor.organizationId } : { organizationId: actor.organizationId, referrerId: actor.id };
+/** Invitations per statement when listing: a few MiB of rows at most. */
+export const INVITATION_PAGE_SIZE = 5000;
 
-/** Pending invitations that have not expired, oldest first (REST's GET /invites). */
-export async function listPendingInvitations(prisma: Database, actor: Actor, now = new Date()) {
-  assertMayUseInvitations(actor);
-  return prisma.invitation.findMany({
-    where: { ...visibleTo(actor), ...activeInvitationWhere(now) },
-    orderBy: { id: 'asc' },
-  });
+/** A listed invitation; times in milliseconds since the epoch, so no row builds a date it may not need. */
+export interface ListedInvitation {
+  id: number;
+  email: string;
+  referrerId: number;
+  invitedAs: number;
+  invitedAtMs: number;
+  expiresAtMs: number | null;
+  notifyReferrerOnJoin: boolean;
+  status: 'PENDING' | 'ACCEPTED' | 'REVOKED';
+}
+
+interface ListOptions {
+  includeInactive: boolean;
+  order: 'oldest first' | 'newest first';
+  pageSize?: number;
+}
+
+/** Pending invitations that have not expired, oldest first (REST's GET /invites), page by page. */
+export function listPendingInvitations(sql: Sql, actor: Actor, now = new Date()): Promise<Paged<ListedInvitation>> {
+  return invitationPages(sql, actor, { includeInactive: false, order: 'oldest first' }, now);
 }
 
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
-export async function listInvitations(prisma: Database, actor: Actor, options: { includeInactive: boolean }, now = new Date()): Promise<InvitationView[]> {
+export async function listInvitations(sql: Sql, actor: Actor, options: { includeInactive: boolean }, now = new Date()): Promise<Paged<InvitationView>> {
+  const list = await invitationPages(sql, actor, { ...options, order: 'newest first' }, now);
+  const view = (page: ListedInvitation[]) => page.map((row) => toInvitationView(withDates(row), now));
+  return {
+    firstPage: view(list.firstPage),
+    morePages: list.morePages,
+    expectedCount: list.expectedCount,
+    async *pages() {
+      for await (const page of list.pages()) yield view(page);
+    },
+  };
+}
+
+const withDates = (row: ListedInvitation) => ({
+  ...row,
+  invitedAt: new Date(row.invitedAtMs),
+  expiresAt: row.expiresAtMs === null ? null : new Date(row.expiresAtMs),
+});
+
+/** A statement's values, each added where its placeholder ($1, $2, ...) is written. */
+class Parameters {
+  constructor(readonly values: unknown[] = []) {}
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+  copy(): Parameters {
+    return new Parameters([...this.values]);
+  }
+}
+
+async function invitationPages(sql: Sql, actor: Actor, options: ListOptions, now: Date): Promise<Paged<ListedInvitation>> {
   assertMayUseInvitations(actor);
-  const rows = await prisma.invitation.findMany({
-    where: { ...visibleTo(actor), ...(options.includeInactive ? {} : activeInvitationWhere(now)) },
-    orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
-  });
-  return rows.map((row) => toInvitationView(row, now));
+  const pageSize = options.pageSize ?? INVITATION_PAGE_SIZE;
+  const newestFirst = options.order === 'newest first';
+  const filter = new Parameters();
+  // Administrators see the organization's invitations; others their own.
+  const where = `"organizationId" = ${filter.add(actor.organizationId)}
+    ${isAdministrator(actor.role) ? '' : `AND "referrerId" = ${filter.add(actor.id)}`}
+    ${options.includeInactive ? '' : `AND status = 'PENDING' AND ("expiresAt" IS NULL OR "expiresAt" > ${filter.add(now.toISOString())}::timestamp(3))`}`;
+  const readPage = (after: ListedInvitation | null) => {
+    const page = filter.copy();
+    const keyset = !after
+      ? ''
+      : newestFirst
+        ? `AND ("invitedAt", id) < (${page.add(new Date(after.invitedAtMs).toISOString())}::timestamp(3), ${page.add(after.id)})`
+        : `AND id > ${page.add(after.id)}`;
+    return sql.rows<ListedInvitation>(
+      `SELECT id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
+              round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"
+         FROM invitation
+        WHERE ${where} ${keyset}
+        ORDER BY ${newestFirst ? '"invitedAt" DESC, id DESC' : 'id'}
+        LIMIT ${page.add(pageSize)}`,
+      page.values,
+    );
+  };
+  const count = async () => {
+    const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${where}`, filter.values);
+    return row!.count;
+  };
+  return pagedList(await readPage(null), pageSize, readPage, count);
 }
 
 /** The pending invitation the actor may manage; the caller holds the organization's row lock. */

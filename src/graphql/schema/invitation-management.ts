@@ -1,5 +1,7 @@
 // Invitation lifecycle fields: listing, revoking and resending invitations.
 import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
+import { allPages } from '../../domain/paging.js';
+import { memoryBudgetOf, thrownAsBusy } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
@@ -14,6 +16,9 @@ export const InvitationActionResult = builder.unionType('InvitationActionResult'
   types: [InvitationActionSuccess, NotFoundError, BadRequestError],
 });
 
+/** What one invitation costs while the answer is built (rows, views, result tree, JSON): an upper estimate, as for files. */
+const ANSWER_BYTES_PER_INVITATION = 2048;
+
 builder.queryField('invitations', (t) =>
   t.field({
     type: [Invitation],
@@ -21,7 +26,12 @@ builder.queryField('invitations', (t) =>
       "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
     args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
     resolve: (_root, args, context) =>
-      domainQuery(() => listInvitations(context.app.prisma, actorOf(context), { includeInactive: args.includeInactive ?? false })),
+      domainQuery(async () => {
+        const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive: args.includeInactive ?? false });
+        // A list past one page is held whole (rows, answer tree, JSON): its size is reserved first.
+        if (list.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(list.expectedCount * ANSWER_BYTES_PER_INVITATION).catch(thrownAsBusy);
+        return allPages(list);
+      }),
   }),
 );
 

@@ -1,28 +1,38 @@
 // GET /invites, DELETE /invites/{id}, POST /invites/{id}/resend in the reference's shapes.
 import {
+  INVITATION_PAGE_SIZE,
   listPendingInvitations,
+  type ListedInvitation,
   resendInvitation as resend,
   revokeInvitation as revoke,
 } from '../../domain/invitations/manage.js';
-import { unixSeconds } from '../../domain/time.js';
+import { memoryBudgetOf, refusedAsBusy } from '../../http/memory-budget.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
+import { mapPages, streamedSuccessResponse } from '../streamed-list.js';
 
+const restShape = (i: ListedInvitation) => ({
+  id: i.id,
+  invited_by_user_id: i.referrerId,
+  invited: Math.floor(i.invitedAtMs / 1000),
+  expiry_date: i.expiresAtMs === null ? null : Math.floor(i.expiresAtMs / 1000),
+  email: i.email,
+  invited_as: i.invitedAs,
+  notify_referrer_on_join: i.notifyReferrerOnJoin,
+  is_multiuse: false,
+});
+
+/** A page's rows, answer objects and JSON together, per invitation: an upper estimate (5 MiB a page). */
+const PAGE_BYTES_PER_INVITATION = 1024;
+
+/** One page is answered whole (with its length); more are streamed a page at a time. */
 export const listInvitations: RestHandler = async ({ actor, app }) => {
-  const invitations = await listPendingInvitations(app.prisma, actor);
-  return successResponse({
-    invites: invitations.map((i) => ({
-      id: i.id,
-      invited_by_user_id: i.referrerId,
-      invited: unixSeconds(i.invitedAt),
-      expiry_date: i.expiresAt ? unixSeconds(i.expiresAt) : null,
-      email: i.email,
-      invited_as: i.invitedAs,
-      notify_referrer_on_join: i.notifyReferrerOnJoin,
-      is_multiuse: false,
-    })),
-  });
+  const list = await listPendingInvitations(app.sql, actor);
+  if (!list.morePages) return successResponse({ invites: list.firstPage.map(restShape) });
+  const reservation = await memoryBudgetOf(app).reserve(INVITATION_PAGE_SIZE * PAGE_BYTES_PER_INVITATION).catch(refusedAsBusy);
+  if (reservation instanceof Response) return reservation;
+  return streamedSuccessResponse({ key: 'invites', pages: mapPages(list.pages(), restShape), reservation });
 };
 
 /** The route only matches digits; ids past any stored one simply name nothing. */
