@@ -26,7 +26,7 @@ export interface RunningServer {
   database: Database;
   /** Null when started with `outbox: false`. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections, lets requests in flight finish, drains the e-mail worker, then closes the database. */
+  /** Stops accepting connections and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
   close(): Promise<void>;
 }
 
@@ -82,8 +82,8 @@ export async function startServer(
     database: opened,
     outbox,
     async close() {
-      await closeServer(server);
-      await outbox?.stop();
+      // The worker stops at once (its queued mail waits for the next process), not after the requests.
+      await Promise.all([closeServer(server), outbox?.stop()]);
       await stopListening();
       await opened.close();
     },
