@@ -191,15 +191,17 @@ export class OutboxWorker {
    * one served last; up to `limit` due e-mails of each, locked with SKIP LOCKED so that no two
    * workers claim the same; of those, each organization's first, then each one's second, and so on
    * (turns), `limit` in all. A bulk invitation thus takes one place per turn, not the whole batch.
+   * (The probes order by "nextAttemptAt" too only so that the planner takes the claim's index: by
+   * organization alone it chose the (organizationId, kind, createdAt) one and filtered the sent rows.)
    */
   private async claim(now: Date, limit: number): Promise<ClaimedEmail[]> {
     const leaseEnd = new Date(now.getTime() + this.options.leaseMs);
     const after = this.lastOrganization;
     const claimed = await this.prisma.$queryRaw<ClaimedEmail[]>`
       WITH RECURSIVE waiting AS (
-        (SELECT "organizationId" AS org FROM outbox_email WHERE status = 'PENDING' ORDER BY "organizationId" LIMIT 1)
+        (SELECT "organizationId" AS org FROM outbox_email WHERE status = 'PENDING' ORDER BY "organizationId", "nextAttemptAt" LIMIT 1)
         UNION ALL
-        SELECT (SELECT "organizationId" FROM outbox_email WHERE status = 'PENDING' AND "organizationId" > waiting.org ORDER BY "organizationId" LIMIT 1)
+        SELECT (SELECT "organizationId" FROM outbox_email WHERE status = 'PENDING' AND "organizationId" > waiting.org ORDER BY "organizationId", "nextAttemptAt" LIMIT 1)
         FROM waiting WHERE waiting.org IS NOT NULL
       ), organizations AS (
         SELECT org FROM waiting WHERE org IS NOT NULL ORDER BY org <= ${after}, org LIMIT ${limit}
