@@ -11,6 +11,7 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { best, runRound, type Round, type Scenario } from './bench/load.js';
+import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
@@ -234,15 +235,22 @@ async function benchMode(mode: Mode): Promise<ModeResult> {
 async function main() {
   const external = process.env.DATABASE_URL;
   const modes: ModeResult[] = [];
-  if (flags.mode !== 'external') modes.push(await benchMode({ kind: 'embedded' }));
-  if (external && flags.mode !== 'embedded') modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
+  const outbox: OutboxFairnessResult[] = [];
+  // The outbox scenario runs a server of its own: `--only outbox` runs nothing else.
+  const onlyOutbox = flags.only?.every((word) => OUTBOX_SCENARIO.toLowerCase().includes(word.toLowerCase()));
+  const benchBoth = async (mode: Mode) => {
+    if (!onlyOutbox) modes.push(await benchMode(mode));
+    if (selected(OUTBOX_SCENARIO)) outbox.push(await benchOutboxFairness(mode, flags.quick ? 2_000 : 10_000));
+  };
+  if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
+  if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes };
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report);
+  const markdown = markdownReport(report) + outboxMarkdown(outbox);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);

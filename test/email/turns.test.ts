@@ -52,7 +52,8 @@ test("a batch holds each organization's first due e-mail, then each one's second
   const delivered: string[] = [];
   const transport = createMailTransport(server.app.config);
   const recording: MailTransport = { ...transport, close: () => transport.close(), deliver: (email) => transport.deliver(email).then(() => void delivered.push(email.to)) };
-  const worker = new OutboxWorker(server.app.prisma, recording, { batchSize: 4 });
+  // Batches of 4 however long deliveries take.
+  const worker = new OutboxWorker(server.app.prisma, recording, { batchSize: 4, batchDeliveryMs: Infinity });
   try {
     const [a, b, c] = [await unlimitedWorld(server.app.prisma), await unlimitedWorld(server.app.prisma), await unlimitedWorld(server.app.prisma)];
     const queued = { a: addresses('a', 3), b: addresses('b', 1), c: addresses('c', 2) };

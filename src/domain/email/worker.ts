@@ -20,7 +20,13 @@ import type { MailTransport } from './transport.js';
 export interface OutboxOptions {
   /** Longest sleep between passes when nothing wakes the worker (ms). */
   pollMs: number;
+  /** Most e-mails per batch. */
   batchSize: number;
+  /**
+   * How much delivery time a batch holds, as measured (ms): mail queued while a batch is delivered
+   * waits about this long for its organization's turn, however slow the mail server.
+   */
+  batchDeliveryMs: number;
   maxAttempts: number;
   /** How long a claim lasts; an attempt is abandoned (as failed) when half of it has passed. */
   leaseMs: number;
@@ -31,6 +37,7 @@ export interface OutboxOptions {
 export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   pollMs: 30_000,
   batchSize: 100,
+  batchDeliveryMs: 1_000,
   maxAttempts: 6,
   leaseMs: 40_000,
   retryDelayMs: (attempt) => Math.min(60_000 * 2 ** (attempt - 1), 3_600_000),
@@ -56,11 +63,8 @@ const MIN_SLEEP_MS = 50;
 const OBSERVATION_MS = 100;
 const BUSY_UTILIZATION = 0.5;
 const MAX_DEFERRAL_MS = 10_000;
-/**
- * A batch holds about this much delivery time (measured), so mail queued while a batch is delivered
- * waits about this long for its organization's turn, however slow the mail server.
- */
-const BATCH_DELIVERY_MS = 1_000;
+/** What a delivery is assumed to take until deliveries have been timed (the first batch of a process holds 10). */
+const ASSUMED_DELIVERY_MS = 100;
 /** After stop(), how long the e-mail in flight may take before it is abandoned (process managers kill at 10 s). */
 const STOP_GRACE_MS = 5_000;
 
@@ -72,7 +76,7 @@ export class OutboxWorker {
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private readonly abandon = new AbortController();
-  private averageDeliveryMs = 0;
+  private averageDeliveryMs = ASSUMED_DELIVERY_MS;
   /** The organization served last: the next batch starts with the organizations after it. */
   private lastOrganization = 0;
 
@@ -182,8 +186,7 @@ export class OutboxWorker {
   }
 
   private batchLimit(): number {
-    if (this.averageDeliveryMs === 0) return this.options.batchSize;
-    return Math.max(1, Math.min(this.options.batchSize, Math.floor(BATCH_DELIVERY_MS / this.averageDeliveryMs)));
+    return Math.max(1, Math.min(this.options.batchSize, Math.floor(this.options.batchDeliveryMs / this.averageDeliveryMs)));
   }
 
   /**
@@ -246,7 +249,7 @@ export class OutboxWorker {
   }
 
   private recordDeliveryTime(ms: number): void {
-    this.averageDeliveryMs = this.averageDeliveryMs === 0 ? ms : 0.8 * this.averageDeliveryMs + 0.2 * ms;
+    this.averageDeliveryMs = 0.8 * this.averageDeliveryMs + 0.2 * Math.max(ms, 0.1);
   }
 
   /** One statement for the batch; each row only while this worker's claim stands (the attempt count is the claim's). */
