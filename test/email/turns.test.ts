@@ -45,7 +45,7 @@ async function invite(serverUrl: string, world: World, emails: string[]): Promis
 }
 
 const outboxRows = (prisma: Prisma, world: World) =>
-  prisma.outboxEmail.findMany({ where: { organizationId: world.org.id }, select: { toAddress: true, status: true, attempts: true, nextAttemptAt: true } });
+  prisma.outboxEmail.findMany({ where: { organizationId: world.org.id }, select: { toAddress: true, status: true, attempts: true, nextAttemptAt: true, lastError: true } });
 
 test("a batch holds each organization's first due e-mail, then each one's second; the next batch starts after the organization served last", async () => {
   const server = await startServerWithOutbox({ smtpUrl: slow.url }, { outbox: false });
@@ -147,3 +147,33 @@ test('SIGTERM with a backlog: the e-mail in flight completes, the rest stays que
     await rm(dataDir, { recursive: true, force: true });
   }
 }, 180_000);
+
+test('SIGTERM while the mail server never answers: the process still exits, the e-mail in flight left to its lease, the rest released', async () => {
+  const databaseUrl = await testDatabaseUrl();
+  const database = await openDatabase({ databaseUrl });
+  const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-turns-'));
+  let release: (() => void) | undefined;
+  try {
+    const world = await unlimitedWorld(database.prisma);
+    const backlog = addresses('stuck', 40);
+    const server = startServerProcess({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, SMTP_URL: slow.url, LOG_LEVEL: 'warn' });
+    const held = slow.holdNext();
+    await invite(await listeningUrl(server), world, backlog);
+    release = await held;
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+
+    const rows = await outboxRows(database.prisma, world);
+    expect(receivedOf(backlog)).toEqual([]);
+    // Whether the mail server took it is unknown: neither sent, nor failed, nor given back at once.
+    const inFlight = rows.filter((row) => row.attempts === 1);
+    expect(inFlight).toHaveLength(1);
+    expect(inFlight[0]).toMatchObject({ status: 'PENDING', lastError: null });
+    expect(inFlight[0]!.nextAttemptAt.getTime()).toBeGreaterThan(Date.now());
+    expect(rows.filter((row) => row.status === 'PENDING' && row.attempts === 0)).toHaveLength(backlog.length - 1);
+  } finally {
+    release?.();
+    await database.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}, 120_000);
