@@ -115,8 +115,9 @@ export class OutboxWorker {
   }
 
   /**
-   * Stops delivering: the e-mail in flight completes (or is abandoned after STOP_GRACE_MS), the rest
-   * of the batch is released for any worker to claim at once, and everything else stays queued.
+   * Stops delivering: the e-mail in flight completes (after STOP_GRACE_MS it is abandoned to its
+   * lease, since whether the mail server took it is unknown), the rest of the batch is released for
+   * any worker to claim at once, and everything else stays queued.
    */
   stop(): Promise<void> {
     this.stopping ??= this.finishInFlight();
@@ -132,9 +133,11 @@ export class OutboxWorker {
     const claimed = await this.claim(now, limit);
     const sent: ClaimedEmail[] = [];
     let attempted = 0;
-    while (attempted < claimed.length && !this.stopped) {
-      const outcome = await this.attempt(claimed[attempted++]!);
-      if (outcome === 'sent') sent.push(claimed[attempted - 1]!);
+    for (const email of claimed) {
+      if (this.stopped) break;
+      attempted++;
+      const outcome = await this.attempt(email);
+      if (outcome === 'sent') sent.push(email);
       if (outcome === 'abandoned') break;
       await nextTurn();
     }
