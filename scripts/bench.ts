@@ -14,6 +14,7 @@ import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
+import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
@@ -302,15 +303,22 @@ async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileRe
 async function main() {
   const external = process.env.DATABASE_URL;
   const modes: (ModeResult & { hostile?: HostileResult })[] = [];
-  if (flags.mode !== 'external') modes.push(await benchMode({ kind: 'embedded' }));
-  if (external && flags.mode !== 'embedded') modes.push(await benchMode({ kind: 'external', databaseUrl: external }));
+  const outbox: OutboxFairnessResult[] = [];
+  // The outbox scenario runs a server of its own: `--only outbox` runs nothing else.
+  const onlyOutbox = flags.only?.every((word) => OUTBOX_SCENARIO.toLowerCase().includes(word.toLowerCase()));
+  const benchBoth = async (mode: Mode) => {
+    if (!onlyOutbox) modes.push(await benchMode(mode));
+    if (isSelected({ name: OUTBOX_SCENARIO })) outbox.push(await benchOutboxFairness(mode, flags.quick ? 2_000 : 10_000));
+  };
+  if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
+  if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes };
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + hostileMarkdown(modes);
+  const markdown = markdownReport(report) + hostileMarkdown(modes) + outboxMarkdown(outbox);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);

@@ -32,6 +32,8 @@ async function shutdown(signal: string) {
   const running = await starting.catch(() => undefined);
   if (!running) return;
   console.log(`${signal} received: finishing requests in flight, then exiting.`);
+  // E-mail delivery stops now, whatever else the shutdown waits for: queued mail waits for the next process.
+  void running.outbox?.stop();
   await running.close();
   process.exit(0);
 }

@@ -30,7 +30,7 @@ export interface RunningServer {
   database: Database;
   /** Null when started with `outbox: false`. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections (draining: /readyz answers 503), lets requests in flight finish, drains the e-mail worker, then closes the database. */
+  /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
   close(): Promise<void>;
 }
 
@@ -97,9 +97,9 @@ export async function startServer(
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
       draining = true;
-      await closeServer(server);
+      // The worker stops at once (its queued mail waits for the next process), not after the requests.
+      await Promise.all([closeServer(server), outbox?.stop()]);
       if (metricsServer) await closeServer(metricsServer);
-      await outbox?.stop();
       await stopListening();
       await opened.close();
     },

@@ -1,12 +1,11 @@
 // E-mail delivery: a real SMTP receiver, the .eml fallback, retries, two workers on one database,
-// and the drain on close.
+// and mail of a process that died. (Turns between organizations and the stop: turns.test.ts.)
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, expect, test as baseTest, vi } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
 import { createMailTransport } from '../../src/domain/email/transport.js';
 import { DEFAULT_OUTBOX_OPTIONS, OutboxWorker } from '../../src/domain/email/worker.js';
 import type { MailTransport, OutgoingEmail } from '../../src/domain/email/transport.js';
@@ -200,20 +199,6 @@ test('two workers on one database deliver every e-mail exactly once', async () =
     await second.close();
     await server.close();
   }
-});
-
-test('closing the server delivers what was queued but not yet sent', async () => {
-  const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: { pollMs: 3_600_000 } });
-  const world = await createWorld(server.app.prisma);
-  // Queued without waking the worker, as a request still in flight at shutdown would leave it.
-  const invitation = await createInvitation(server, world, { email: uniqueEmail('drain'), queueEmail: false });
-  await server.app.prisma.$transaction(async (tx) => {
-    const row = await tx.invitation.findUniqueOrThrow({ where: { id: invitation.id }, include: { referrer: true, organization: true } });
-    await queueInvitationEmails(tx, server.app.config, [row]);
-  });
-  expect(mailTo(invitation.email)).toEqual([]);
-  await server.close();
-  expect(mailTo(invitation.email)).toHaveLength(1);
 });
 
 test('mail claimed by a process that died is claimed again once the lease ends (under a minute), and sent once', async () => {

@@ -12,12 +12,40 @@ export interface MailReceiver {
   received: ParsedMail[];
   /** The next `count` messages are refused with a temporary failure (451). */
   refuseNext(count: number): void;
+  /**
+   * Holds the next message once its data has arrived, before answering: resolves when one is held,
+   * with the function that lets it (and the messages after it) through.
+   */
+  holdNext(): Promise<() => void>;
   close(): Promise<void>;
 }
 
-export async function startMailReceiver(): Promise<MailReceiver> {
+export interface ReceiverOptions {
+  /** How long the receiver takes to accept each message (a slow mail server). */
+  acceptMs?: number;
+}
+
+export async function startMailReceiver(options: ReceiverOptions = {}): Promise<MailReceiver> {
   const received: ParsedMail[] = [];
   let refusals = 0;
+  let hold: ((release: () => void) => void) | undefined;
+  let gate: Promise<void> = Promise.resolve();
+  const holdNext = () =>
+    new Promise<() => void>((resolve) => {
+      hold = resolve;
+    });
+  /** Where a message waits before its answer: at the gate while one is held, then acceptMs. */
+  const beforeAnswer = async () => {
+    if (hold) {
+      const held = hold;
+      hold = undefined;
+      let release!: () => void;
+      gate = new Promise((resolve) => (release = resolve));
+      held(release);
+    }
+    await gate;
+    if (options.acceptMs) await new Promise((resolve) => setTimeout(resolve, options.acceptMs));
+  };
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS', 'AUTH'],
     authOptional: true,
@@ -25,7 +53,8 @@ export async function startMailReceiver(): Promise<MailReceiver> {
     onData(stream, _session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        await beforeAnswer();
         if (refusals > 0) {
           refusals--;
           callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
@@ -44,9 +73,13 @@ export async function startMailReceiver(): Promise<MailReceiver> {
     url: `smtp://127.0.0.1:${port}`,
     received,
     refuseNext: (count) => (refusals = count),
+    holdNext,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The address a received message went to. */
+export const recipient = (mail: ParsedMail) => (mail.to && !Array.isArray(mail.to) ? mail.to.value[0]?.address : undefined);
 
 /** Like startTestServer, with worker options (or no worker) and the acceptance links pointing at it. */
 /** A test server whose e-mail worker delivers (to SMTP_URL, or to .eml files in its data directory). */

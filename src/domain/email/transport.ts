@@ -39,7 +39,9 @@ function lazyTransporter(options: Parameters<typeof import('nodemailer').createT
 }
 
 function smtpTransport(smtpUrl: string, from: string): MailTransport {
-  const transporter = lazyTransporter({ url: smtpUrl, ...SMTP_TIMEOUTS }, from);
+  // Pooled: one connection carries many messages (up to 100). A connection per message costs its
+  // handshake and the server's greeting delay (100 ms and more: servers wait to catch early talkers).
+  const transporter = lazyTransporter({ url: smtpUrl, pool: true, maxConnections: 1, ...SMTP_TIMEOUTS }, from);
   const url = new URL(smtpUrl);
   return {
     description: `SMTP server ${url.protocol}//${url.host}`,
