@@ -11,6 +11,7 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
+import { freshDatabaseBeside } from './bench/databases.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
@@ -45,22 +46,6 @@ interface Organization {
   volume: Volume;
 }
 
-function adminUrl(databaseUrl: string, database: string): string {
-  const url = new URL(databaseUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-/** A fresh database beside DATABASE_URL's (the role needs CREATEDB). */
-async function createBenchDatabase(databaseUrl: string): Promise<string> {
-  const name = `${new URL(databaseUrl).pathname.slice(1)}_bench`;
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  return adminUrl(databaseUrl, name);
-}
 
 /** Imports one organization through the CLI's import (the import path), with a known key for every user. */
 async function importOrganization(name: DataSet, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<Organization> {
@@ -243,7 +228,7 @@ async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileRe
   await chmod(workDir, 0o755);
   const serverDir = join(workDir, 'server');
   // The embedded database is the server's own, under its DATA_DIR; the CLI and the floor reach it there.
-  const databaseUrl = mode.kind === 'external' ? await createBenchDatabase(mode.databaseUrl) : embeddedDatabaseUrl(serverDir);
+  const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench') : embeddedDatabaseUrl(serverDir);
   const common = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400' };
   const env = { ...common, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
   const entries = SCENARIOS.filter(isSelected);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { dropDatabaseBeside, freshDatabaseBeside } from './databases.js';
 import { SMTPServer } from 'smtp-server';
 import { openDatabase } from '../../src/db/database.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
@@ -99,16 +99,6 @@ function failOnExit(child: ChildProcess) {
   return Object.assign(whileRunning, { stop: () => child.off('exit', onExit) });
 }
 
-async function freshExternalDatabase(databaseUrl: string): Promise<string> {
-  const name = `${new URL(databaseUrl).pathname.slice(1)}_bench_outbox`;
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  return Object.assign(new URL(databaseUrl), { pathname: `/${name}` }).toString();
-}
-
 /** A small organization imported through the CLI; the authorization of its administrator. */
 async function importAdministrator(name: string, env: Record<string, string>, workDir: string): Promise<string> {
   const { file } = benchOrganization(name, { users: 2, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 });
@@ -150,7 +140,7 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
   await chmod(workDir, 0o755);
   const serverDir = join(workDir, 'server');
-  const databaseUrl = mode.kind === 'external' ? await freshExternalDatabase(mode.databaseUrl) : '';
+  const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench_outbox') : '';
   const mail = await startSlowMailServer();
   const env = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL: 'http://bench.example', DATA_DIR: serverDir, DATABASE_URL: databaseUrl, SMTP_URL: mail.url };
   try {
@@ -205,15 +195,8 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
   } finally {
     await mail.close();
     await rm(workDir, { recursive: true, force: true });
-    if (mode.kind === 'external') await dropDatabase(mode.databaseUrl, databaseUrl);
+    if (mode.kind === 'external') await dropDatabaseBeside(mode.databaseUrl, databaseUrl);
   }
-}
-
-async function dropDatabase(adminUrl: string, databaseUrl: string) {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`);
-  await admin.end();
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
