@@ -253,6 +253,8 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     const refusingSmtp = createServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => refusingSmtp.listen(0, '127.0.0.1', resolve));
     const smtpUrl = `smtp://127.0.0.1:${(refusingSmtp.address() as AddressInfo).port}`;
+    // The e-mail must be attempted by this server's worker alone: main's, on the same database, would deliver it.
+    await main.outbox?.stop();
     const failing = await startTestServer({ metrics: { port: 0 }, smtpUrl }, { outbox: { pollMs: 3_600_000, retryDelayMs: () => 3_600_000 } });
     try {
       const address = `metrics-failing-${Date.now()}@example.net`;
