@@ -20,6 +20,8 @@ export interface NewEvent {
   /** The event's fields besides `type` and `id`. */
   payload: Record<string, unknown> | null;
   recipients: Recipients;
+  /** A heartbeat's queue: the only one that holds it. */
+  queueId?: string;
 }
 
 const recipientArray = (recipients: Recipients) => (recipients === 'organization' ? [] : [...new Set(recipients.users)]);
@@ -27,8 +29,9 @@ const recipientArray = (recipients: Recipients) => (recipients === 'organization
 /** The INSERT of one event, to run alone or as a CTE of a larger statement. */
 export function insertEventSql(event: NewEvent): Prisma.Sql {
   return Prisma.sql`
-    INSERT INTO event ("organizationId", type, payload, "recipientIds")
-    VALUES (${event.organizationId}, ${event.type}, ${event.payload === null ? null : JSON.stringify(event.payload)}::jsonb, ${recipientArray(event.recipients)}::int[])`;
+    INSERT INTO event ("organizationId", type, payload, "recipientIds", "queueId")
+    VALUES (${event.organizationId}, ${event.type}, ${event.payload === null ? null : JSON.stringify(event.payload)}::jsonb,
+            ${recipientArray(event.recipients)}::int[], ${event.queueId ?? null}::uuid)`;
 }
 
 /**

@@ -1,0 +1,123 @@
+// One reader of the event log per process (issue 20): it polls the log for ids past the last it saw,
+// a cheap index scan, and tells the subscribers concerned. A NOTIFY in every committing transaction
+// would have told it sooner but cut commits by more than half (the issue's measurement), so the hot
+// transactions stay as they were. Waiting long polls (and later subscriptions) learn of events here,
+// not by each querying the log. After a failed read it simply reads on from where it was, so an
+// outage loses nothing.
+import type { Sql } from '../../db/sql.js';
+
+export const READ_INTERVAL_MS = 80;
+/**
+ * Ids are taken in transaction order but committed in commit order, so an id below the highest seen
+ * can still appear. Skipped ids are asked for again until this old (a rolled-back transaction's
+ * never appear).
+ */
+const GAP_PATIENCE_MS = 60_000;
+const MAX_GAPS = 10_000;
+const ROWS_PER_READ = 1_000;
+
+/** What a subscriber learns: which organization and users an event is for (none: all of them). */
+export interface LoggedEvent {
+  id: number;
+  organizationId: number;
+  type: string;
+  /** Empty: every user of the organization. */
+  recipientIds: number[];
+}
+
+export interface EventInterest {
+  organizationId: number;
+  userId: number;
+}
+
+export type EventListener = (event: LoggedEvent) => void;
+
+interface Subscription extends EventInterest {
+  listener: EventListener;
+}
+
+export class EventReader {
+  private readonly byOrganization = new Map<number, Set<Subscription>>();
+  private lastSeen: number | undefined;
+  private readonly gaps = new Map<number, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private reading: Promise<void> | undefined;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly onError: (error: unknown) => void = () => {},
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.readOnce(), READ_INTERVAL_MS).unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.reading;
+  }
+
+  /** Tell `listener` about each new event for this user of this organization; returns the unsubscribe. */
+  subscribe(interest: EventInterest, listener: EventListener): () => void {
+    const subscription: Subscription = { ...interest, listener };
+    let subscriptions = this.byOrganization.get(interest.organizationId);
+    if (!subscriptions) this.byOrganization.set(interest.organizationId, (subscriptions = new Set()));
+    subscriptions.add(subscription);
+    return () => {
+      subscriptions.delete(subscription);
+      if (subscriptions.size === 0 && this.byOrganization.get(interest.organizationId) === subscriptions) this.byOrganization.delete(interest.organizationId);
+    };
+  }
+
+  /** One read of what is new (exposed for tests); concurrent calls share one read. */
+  readOnce(): Promise<void> {
+    this.reading ??= this.read()
+      .catch(this.onError)
+      .finally(() => (this.reading = undefined));
+    return this.reading;
+  }
+
+  private async read(): Promise<void> {
+    if (this.lastSeen === undefined) {
+      const [row] = await this.sql.rows<{ id: string | null }>('SELECT max(id)::text AS id FROM event', []);
+      this.lastSeen = Number(row?.id ?? 0);
+      return;
+    }
+    const rows = await this.sql.rows<{ id: string; organizationId: number; type: string; recipientIds: number[] }>(
+      `SELECT id::text, "organizationId", type, "recipientIds" FROM event WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT ${ROWS_PER_READ}`,
+      [this.lastSeen, [...this.gaps.keys()]],
+    );
+    this.forgetOldGaps();
+    for (const row of rows) {
+      const event = { id: Number(row.id), organizationId: row.organizationId, type: row.type, recipientIds: row.recipientIds };
+      this.gaps.delete(event.id);
+      if (event.id > this.lastSeen) {
+        this.noteGaps(this.lastSeen, event.id);
+        this.lastSeen = event.id;
+      }
+      this.dispatch(event);
+    }
+  }
+
+  private noteGaps(from: number, to: number): void {
+    const now = Date.now();
+    for (let id = from + 1; id < to && this.gaps.size < MAX_GAPS; id++) this.gaps.set(id, now);
+  }
+
+  private forgetOldGaps(): void {
+    const oldest = Date.now() - GAP_PATIENCE_MS;
+    for (const [id, seen] of this.gaps) if (seen < oldest) this.gaps.delete(id);
+  }
+
+  private dispatch(event: LoggedEvent): void {
+    const subscriptions = this.byOrganization.get(event.organizationId);
+    if (!subscriptions) return;
+    const forAll = event.recipientIds.length === 0;
+    const recipients = forAll ? undefined : new Set(event.recipientIds);
+    for (const subscription of [...subscriptions]) {
+      if (forAll || recipients!.has(subscription.userId)) subscription.listener(event);
+    }
+  }
+}
