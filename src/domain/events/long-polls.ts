@@ -67,6 +67,7 @@ class WaitingPoll {
     this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId }, () => this.check());
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {
+      await reader.ready();
       await markWaiting(this.polls.app.sql, this.queue.id, this.until);
       this.check();
     } catch (error) {
@@ -133,6 +134,8 @@ export class EventPolls implements NotificationSubscriber {
   private readonly waiting = new Map<string, WaitingPoll>();
   private closing = false;
   private housekeeping: NodeJS.Timeout | undefined;
+  /** Whether this process has served the events API: only then does it spend statements on housekeeping. */
+  private served = false;
 
   constructor(
     readonly app: AppContext,
@@ -144,7 +147,10 @@ export class EventPolls implements NotificationSubscriber {
   /** The reader, and the removal of expired queues and old events every minute. */
   start(): void {
     this.reader.start();
-    const removeOld = () => void removeExpired(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired event queues failed'));
+    const removeOld = () => {
+      if (!this.served) return;
+      removeExpired(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired event queues failed'));
+    };
     this.housekeeping = setInterval(removeOld, HOUSEKEEPING_MS).unref();
   }
 
@@ -158,6 +164,7 @@ export class EventPolls implements NotificationSubscriber {
 
   /** GET /events: acknowledges, then answers at once or waits. */
   async poll(actor: Actor, request: PollRequest, credentials: PollCredentials): Promise<PollAnswer> {
+    this.served = true;
     const queue = await acknowledgeEvents(this.app, actor, request.queueId, request.lastEventId);
     await this.answerWaiting(queue);
     const events = await queuedEvents(this.app, queue);
@@ -172,8 +179,14 @@ export class EventPolls implements NotificationSubscriber {
 
   /** DELETE /events: the queue is gone and its waiting request answered. */
   async delete(actor: Actor, queueId: string): Promise<void> {
+    this.served = true;
     const queue = await deleteQueue(this.app, actor, queueId);
     await this.answerWaiting(queue);
+  }
+
+  /** POST /register was served here: expired queues are this process's to remove too. */
+  registered(): void {
+    this.served = true;
   }
 
   /** A request waiting on the queue, here or in another process, is answered. */

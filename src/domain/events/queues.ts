@@ -66,6 +66,7 @@ const asksFor = (types: string[] | null, type: string) => types === null || type
  * queues beyond the limit go; a lock per user keeps two registrations from both passing it.
  */
 export async function registerQueue(app: AppContext, actor: Actor, request: RegisterRequest): Promise<Registration> {
+  app.eventPolls?.registered();
   const queueId = randomUUID();
   const eventTypes = request.eventTypes?.filter((type) => (EVENT_TYPES as readonly string[]).includes(type)) ?? [];
   await app.sql.transaction(async (tx) => {
@@ -142,8 +143,8 @@ export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: 
     }
     const [acknowledged] = await tx.rows<{ id: string | null }>(
       `SELECT max(e.id)::text AS id FROM event e WHERE ${QUEUE_MATCH} AND e.id <= $7`,
-      // Past what a bigint holds no event exists either.
-      [...queueMatchValues(queue), Math.min(lastEventId, Number.MAX_SAFE_INTEGER)],
+      // Past what a bigint holds (either way) no event exists either.
+      [...queueMatchValues(queue), Math.max(-1, Math.min(lastEventId, Number.MAX_SAFE_INTEGER))],
     );
     const newestPrunedId = acknowledged?.id ? Number(acknowledged.id) : queue.newestPrunedId;
     if (newestPrunedId !== null && lastEventId !== newestPrunedId) throw new DomainError(`Event ${lastEventId} was not in this queue`);

@@ -1,5 +1,6 @@
-// One reader of the event log per process (issue 20): it polls the log for ids past the last it saw,
-// a cheap index scan, and tells the subscribers concerned. A NOTIFY in every committing transaction
+// One reader of the event log per process (issue 20): while anyone listens, it polls the log for ids
+// past the last it saw, a cheap index scan, and tells the subscribers concerned (with no subscriber
+// it sends no statement at all). A NOTIFY in every committing transaction
 // would have told it sooner but cut commits by more than half (the issue's measurement), so the hot
 // transactions stay as they were. Waiting long polls (and later subscriptions) learn of events here,
 // not by each querying the log. After a failed read it simply reads on from where it was, so an
@@ -42,6 +43,7 @@ export class EventReader {
   private readonly gaps = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
+  private startingPoint: Promise<void> | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -57,6 +59,20 @@ export class EventReader {
     clearInterval(this.timer);
     this.timer = undefined;
     await this.reading;
+  }
+
+  /**
+   * Resolves once the reader knows where the log ends, so that every event committed from now on
+   * reaches the subscribers. Subscribe first, then await this, then read what is there already.
+   */
+  async ready(): Promise<void> {
+    while (this.lastSeen === undefined) {
+      this.startingPoint ??= this.sql
+        .rows<{ id: string | null }>('SELECT max(id)::text AS id FROM event', [])
+        .then(([row]) => void (this.lastSeen ??= Number(row?.id ?? 0)))
+        .finally(() => (this.startingPoint = undefined));
+      await this.startingPoint;
+    }
   }
 
   /** Tell `listener` about each new event for this user of this organization; returns the unsubscribe. */
@@ -80,11 +96,13 @@ export class EventReader {
   }
 
   private async read(): Promise<void> {
-    if (this.lastSeen === undefined) {
-      const [row] = await this.sql.rows<{ id: string | null }>('SELECT max(id)::text AS id FROM event', []);
-      this.lastSeen = Number(row?.id ?? 0);
+    if (this.byOrganization.size === 0) {
+      // Nobody listens: the next subscriber starts from the log's end again (ready()).
+      this.lastSeen = undefined;
+      this.gaps.clear();
       return;
     }
+    if (this.lastSeen === undefined) return;
     const rows = await this.sql.rows<{ id: string; organizationId: number; type: string; recipientIds: number[] }>(
       `SELECT id::text, "organizationId", type, "recipientIds" FROM event WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT ${ROWS_PER_READ}`,
       [this.lastSeen, [...this.gaps.keys()]],
