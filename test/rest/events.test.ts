@@ -136,6 +136,13 @@ describe('GET and DELETE /events: refusals', () => {
     expect((await callApi(server.url, 'DELETE', '/events', { authorization: world.users.admin.auth, query: { queue_id: queueId } })).body.code).toBe('BAD_EVENT_QUEUE_ID');
     expect((await poll(world, 'member', queueId, -1)).status).toBe(200);
     expect((await callApi(server.url, 'GET', '/events', { query: { queue_id: queueId, last_event_id: '-1' } })).status).toBe(401);
+    const hostile = (query: Record<string, string>) => callApi(server.url, 'GET', '/events', { authorization: auth, query: { queue_id: queueId, ...query } });
+    expect((await hostile({ last_event_id: 'x' })).body.msg).toBe('last_event_id is not valid JSON');
+    expect((await hostile({ last_event_id: '1.5' })).body.msg).toBe('last_event_id is not an integer');
+    expect((await hostile({ last_event_id: '-1', dont_block: 'yes' })).body.msg).toBe('dont_block is not valid JSON');
+    for (const huge of ['99999999999999999999999', '-99999999999999999999999']) {
+      expect(await hostile({ last_event_id: huge, dont_block: 'true' })).toMatchObject({ status: 200, body: { events: [] } });
+    }
   });
 
   test('acknowledgement: pruned and unknown event ids', async () => {
@@ -217,6 +224,21 @@ describe('recipients and triggers', () => {
     expect(types(await eventsOf(other, 'owner', elsewhere))).toEqual(['realm_emoji']);
     const [event] = await eventsOf(world, 'owner', queues.owner);
     expect(event).toEqual({ type: 'invites_changed', id: expect.any(Number) });
+  });
+
+  test('invites_changed: nothing for a request the daily limit refuses (its rows rolled back) or an expired link', async () => {
+    const world = await createWorld(server.app.prisma, (file) => (file.organization.max_invites = 2));
+    expect((await invite(world, 'member', 'eve@example.net')).status).toBe(200);
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'eve@example.net' } });
+    const queues = { member: await register(world, 'member'), owner: await register(world, 'owner') };
+    const refused = await invite(world, 'member', 'fay@example.net, gus@example.net');
+    expect(refused.body).toMatchObject({ result: 'error', code: 'INVITATION_FAILED', daily_limit_reached: true });
+    await runOnTestDatabase(`UPDATE invitation SET "expiresAt" = now() - interval '1 minute' WHERE id = $1`, [invitation.id]);
+    const expired = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, { method: 'POST', body: new URLSearchParams({ full_name: 'Eve' }) });
+    expect(expired.status).toBe(410);
+    await marker(world);
+    expect(types(await eventsOf(world, 'member', queues.member))).toEqual(['realm_emoji']);
+    expect(types(await eventsOf(world, 'owner', queues.owner))).toEqual(['realm_emoji']);
   });
 
   test('invites_changed on revoking: the invitation\'s inviter and the administrators, not the moderator', async () => {
