@@ -162,6 +162,19 @@ describe('GET and DELETE /events: refusals', () => {
     expect(await eventsOf(world, 'member', queueId, second!.id)).toEqual([]);
   });
 
+  test('an answer carries at most 1,000 events; the rest come after the acknowledgement', async () => {
+    const world = await newWorld();
+    const queueId = await register(world, 'member');
+    await runOnTestDatabase(
+      `INSERT INTO event ("organizationId", type, payload, "recipientIds")
+       SELECT $1, 'attachment', '{"op":"remove","attachment":{"id":1},"upload_space_used":0}', ARRAY[$2::int] FROM generate_series(1, 1001)`,
+      [world.org.id, world.users.member.id],
+    );
+    const first = await eventsOf(world, 'member', queueId);
+    expect(first).toHaveLength(1000);
+    expect(await eventsOf(world, 'member', queueId, first.at(-1)!.id)).toHaveLength(1);
+  });
+
   test('an expired queue is gone, and the server removes it', async () => {
     const world = await newWorld();
     const queueId = await register(world, 'member');

@@ -7,6 +7,7 @@ import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError } from '../errors.js';
 import { realmEmojiDicts } from '../emoji/custom-emoji.js';
+import { inSqlTransaction } from '../transaction.js';
 import { EVENT_TYPES, insertEventSql, recordEventSql } from './log.js';
 
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
@@ -69,7 +70,7 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
   app.eventPolls?.registered();
   const queueId = randomUUID();
   const eventTypes = request.eventTypes?.filter((type) => (EVENT_TYPES as readonly string[]).includes(type)) ?? [];
-  await app.sql.transaction(async (tx) => {
+  await inSqlTransaction(app.sql, async (tx) => {
     await tx.rows('SELECT pg_advisory_xact_lock(20, $1)', [actor.id]);
     await tx.rows(
       `DELETE FROM event_queue WHERE id IN (
@@ -136,7 +137,7 @@ const queueMatchValues = (queue: EventQueue) => [queue.organizationId, queue.flo
  * two refusals. The poll also counts as use: the queue lives on past the longest wait.
  */
 export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: string, lastEventId: number): Promise<EventQueue> {
-  return app.sql.transaction(async (tx) => {
+  return inSqlTransaction(app.sql, async (tx) => {
     const queue = await lockOwnQueue(tx, actor, queueId);
     if (queue.newestPrunedId !== null && lastEventId < queue.newestPrunedId) {
       throw new DomainError(`An event newer than ${lastEventId} has already been pruned!`);
@@ -157,10 +158,16 @@ export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: 
   });
 }
 
-/** The events the queue holds, as the client receives them; realm_emoji's dict is read once, now. */
+/**
+ * The events one answer carries at most: the client acknowledges the last and gets the next ones at
+ * its next poll (the reference sends all; a queue left unread for days would make an answer of any size).
+ */
+export const MAX_EVENTS_PER_ANSWER = 1000;
+
+/** The events the queue holds, oldest first, as the client receives them; realm_emoji's dict is read once, now. */
 export async function queuedEvents(app: AppContext, queue: EventQueue): Promise<DeliveredEvent[]> {
   const rows = await app.sql.rows<{ id: string; type: string; payload: Record<string, unknown> | null }>(
-    `SELECT e.id::text, e.type, e.payload FROM event e WHERE ${QUEUE_MATCH} ORDER BY e.id`,
+    `SELECT e.id::text, e.type, e.payload FROM event e WHERE ${QUEUE_MATCH} ORDER BY e.id LIMIT ${MAX_EVENTS_PER_ANSWER}`,
     queueMatchValues(queue),
   );
   let realmEmoji: Record<string, unknown> | undefined;
@@ -193,7 +200,7 @@ export async function addHeartbeat(sql: Sql, queue: EventQueue): Promise<void> {
 
 /** Section 3: the actor's queue is gone; returns it (its waiting request, if any, is to be answered). */
 export async function deleteQueue(app: AppContext, actor: Actor, queueId: string): Promise<EventQueue> {
-  return app.sql.transaction(async (tx) => {
+  return inSqlTransaction(app.sql, async (tx) => {
     const queue = await lockOwnQueue(tx, actor, queueId);
     await tx.rows('DELETE FROM event_queue WHERE id = $1', [queue.id]);
     return queue;
