@@ -6,7 +6,7 @@ import { callApi, type ApiResponse } from '../support/rest.js';
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { postInvites } from '../support/invites.js';
 import { postFiles } from '../support/uploads.js';
-import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { connectToTestDatabase, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 
@@ -173,6 +173,31 @@ describe('GET and DELETE /events: refusals', () => {
     const first = await eventsOf(world, 'member', queueId);
     expect(first).toHaveLength(1000);
     expect(await eventsOf(world, 'member', queueId, first.at(-1)!.id)).toHaveLength(1);
+  });
+
+  test('an event whose transaction took its id first but committed last is still delivered after the later one was acknowledged', async () => {
+    const world = await newWorld();
+    const queueId = await register(world, 'member');
+    const slow = await connectToTestDatabase();
+    let seen: { id: number } | undefined;
+    try {
+      await slow.query('BEGIN');
+      await slow.query(
+        `INSERT INTO event ("organizationId", type, payload, "recipientIds") VALUES ($1, 'attachment', '{"op":"remove","attachment":{"id":7},"upload_space_used":0}', ARRAY[$2::int])`,
+        [world.org.id, world.users.member.id],
+      );
+      await marker(world); // a later id, committed first
+      const [first] = await eventsOf(world, 'member', queueId);
+      expect(first).toMatchObject({ type: 'realm_emoji' });
+      seen = first;
+      expect(await eventsOf(world, 'member', queueId, seen!.id)).toEqual([]);
+      await slow.query('COMMIT');
+    } finally {
+      await slow.end();
+    }
+    const late = await eventsOf(world, 'member', queueId, seen!.id);
+    expect(late).toEqual([{ type: 'attachment', op: 'remove', attachment: { id: 7 }, upload_space_used: 0, id: expect.any(Number) }]);
+    expect(late[0]!.id).toBeGreaterThan(seen!.id);
   });
 
   test('an expired queue is gone, and the server removes it', async () => {

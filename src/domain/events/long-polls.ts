@@ -6,6 +6,7 @@ import type { AppContext } from '../../app-context.js';
 import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { EventReader } from './reader.js';
+import { positionCommittedEvents } from './positions.js';
 import {
   acknowledgeEvents,
   addHeartbeat,
@@ -167,6 +168,7 @@ export class EventPolls implements NotificationSubscriber {
     this.served = true;
     const queue = await acknowledgeEvents(this.app, actor, request.queueId, request.lastEventId);
     await this.answerWaiting(queue);
+    await positionCommittedEvents(this.app.sql);
     const events = await queuedEvents(this.app, queue);
     if (events.length > 0 || request.dontBlock || this.closing) return { events };
     return new Promise<PollAnswer>((resolve, reject) => {

@@ -1,6 +1,7 @@
 // Event queues (docs/reference/events.md sections 1-3): rows, so any process answers any queue and
-// a killed process loses none. A queue holds the log's events after its registration that are for
-// its user and pass its filter; its position is the highest acknowledged event (newest_pruned_id).
+// a killed process loses none. A queue holds the log's events positioned after its registration
+// (positions.ts: the ids clients see) that are for its user and pass its filter; where it stands is
+// the highest acknowledged event (newest_pruned_id).
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../app-context.js';
 import type { Sql } from '../../db/sql.js';
@@ -9,6 +10,7 @@ import { DomainError } from '../errors.js';
 import { realmEmojiDicts } from '../emoji/custom-emoji.js';
 import { inSqlTransaction } from '../transaction.js';
 import { EVENT_TYPES, insertEventSql, recordEventSql } from './log.js';
+import { positionCommittedEvents } from './positions.js';
 
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
 export const MAX_QUEUE_LIFESPAN_SECS = 604_800;
@@ -23,7 +25,7 @@ export interface EventQueue {
   eventTypes: string[];
   everyType: boolean;
   lifespanSecs: number;
-  /** Events with a higher id are in the queue (the registration's position or the last acknowledgement). */
+  /** Events with a higher position are in the queue (the registration's or the last acknowledgement's). */
   floor: number;
   newestPrunedId: number | null;
   /** Epoch ms until which a request (of some process) waits on it; null: none does. */
@@ -70,6 +72,8 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
   app.eventPolls?.registered();
   const queueId = randomUUID();
   const eventTypes = request.eventTypes?.filter((type) => (EVENT_TYPES as readonly string[]).includes(type)) ?? [];
+  // What committed before the registration is not the queue's.
+  await positionCommittedEvents(app.sql);
   await inSqlTransaction(app.sql, async (tx) => {
     await tx.rows('SELECT pg_advisory_xact_lock(20, $1)', [actor.id]);
     await tx.rows(
@@ -78,8 +82,8 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
       [actor.id, MAX_QUEUES_PER_USER - 1],
     );
     await tx.rows(
-      `INSERT INTO event_queue (id, "userId", "organizationId", "eventTypes", "everyType", "lifespanSecs", "startAfterId", "lastPolledAt", "expiresAt")
-       SELECT $1::uuid, $2::int, $3::int, $4::text[], $5::boolean, $6::int, coalesce((SELECT max(id) FROM event), 0), now(), now() + make_interval(secs => $6::int)`,
+      `INSERT INTO event_queue (id, "userId", "organizationId", "eventTypes", "everyType", "lifespanSecs", "startAfter", "lastPolledAt", "expiresAt")
+       SELECT $1::uuid, $2::int, $3::int, $4::text[], $5::boolean, $6::int, coalesce((SELECT max(position) FROM event), 0), now(), now() + make_interval(secs => $6::int)`,
       [queueId, actor.id, actor.organizationId, eventTypes, request.eventTypes === null, request.lifespanSecs],
     );
   });
@@ -95,12 +99,12 @@ interface QueueRow {
   eventTypes: string[];
   everyType: boolean;
   lifespanSecs: number;
-  startAfterId: string;
+  startAfter: string;
   newestPrunedId: string | null;
   waitingUntil: number | null;
 }
 
-const QUEUE_COLUMNS = `id, "userId", "organizationId", "eventTypes", "everyType", "lifespanSecs", "startAfterId"::text,
+const QUEUE_COLUMNS = `id, "userId", "organizationId", "eventTypes", "everyType", "lifespanSecs", "startAfter"::text,
   "newestPrunedId"::text, (extract(epoch FROM "waitingUntil") * 1000)::float8 AS "waitingUntil"`;
 
 const toQueue = (row: QueueRow): EventQueue => {
@@ -112,7 +116,7 @@ const toQueue = (row: QueueRow): EventQueue => {
     eventTypes: row.eventTypes,
     everyType: row.everyType,
     lifespanSecs: row.lifespanSecs,
-    floor: Math.max(Number(row.startAfterId), newestPrunedId ?? 0),
+    floor: Math.max(Number(row.startAfter), newestPrunedId ?? 0),
     newestPrunedId,
     waitingUntil: row.waitingUntil,
   };
@@ -127,7 +131,7 @@ async function lockOwnQueue(tx: Sql, actor: Actor, queueId: string): Promise<Eve
 }
 
 // The queue's events: its organization's, for its user (an empty list is everyone), heartbeats its own only.
-const QUEUE_MATCH = `e."organizationId" = $1 AND e.id > $2 AND (e."recipientIds" = '{}' OR $3 = ANY(e."recipientIds"))
+const QUEUE_MATCH = `e."organizationId" = $1 AND e.position > $2 AND (e."recipientIds" = '{}' OR $3 = ANY(e."recipientIds"))
   AND (e."queueId" IS NULL OR e."queueId" = $4) AND ($5 OR e.type = ANY($6::text[]) OR e.type = 'heartbeat')`;
 
 const queueMatchValues = (queue: EventQueue) => [queue.organizationId, queue.floor, queue.userId, queue.id, queue.everyType, queue.eventTypes];
@@ -143,7 +147,7 @@ export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: 
       throw new DomainError(`An event newer than ${lastEventId} has already been pruned!`);
     }
     const [acknowledged] = await tx.rows<{ id: string | null }>(
-      `SELECT max(e.id)::text AS id FROM event e WHERE ${QUEUE_MATCH} AND e.id <= $7`,
+      `SELECT max(e.position)::text AS id FROM event e WHERE ${QUEUE_MATCH} AND e.position <= $7`,
       // Past what a bigint holds (either way) no event exists either.
       [...queueMatchValues(queue), Math.max(-1, Math.min(lastEventId, Number.MAX_SAFE_INTEGER))],
     );
@@ -167,7 +171,7 @@ export const MAX_EVENTS_PER_ANSWER = 1000;
 /** The events the queue holds, oldest first, as the client receives them; realm_emoji's dict is read once, now. */
 export async function queuedEvents(app: AppContext, queue: EventQueue): Promise<DeliveredEvent[]> {
   const rows = await app.sql.rows<{ id: string; type: string; payload: Record<string, unknown> | null }>(
-    `SELECT e.id::text, e.type, e.payload FROM event e WHERE ${QUEUE_MATCH} ORDER BY e.id LIMIT ${MAX_EVENTS_PER_ANSWER}`,
+    `SELECT e.position::text AS id, e.type, e.payload FROM event e WHERE ${QUEUE_MATCH} ORDER BY e.position LIMIT ${MAX_EVENTS_PER_ANSWER}`,
     queueMatchValues(queue),
   );
   let realmEmoji: Record<string, unknown> | undefined;
@@ -196,6 +200,7 @@ export async function endWaiting(sql: Sql, queueId: string, until: number): Prom
 /** The heartbeat of section 2: an event of this queue only, acknowledged like any other. */
 export async function addHeartbeat(sql: Sql, queue: EventQueue): Promise<void> {
   await recordEventSql(sql, insertEventSql({ organizationId: queue.organizationId, type: 'heartbeat', payload: null, recipients: { users: [queue.userId] }, queueId: queue.id }));
+  await positionCommittedEvents(sql);
 }
 
 /** Section 3: the actor's queue is gone; returns it (its waiting request, if any, is to be answered). */

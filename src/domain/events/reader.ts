@@ -1,24 +1,19 @@
-// One reader of the event log per process (issue 20): while anyone listens, it polls the log for ids
-// past the last it saw, a cheap index scan, and tells the subscribers concerned (with no subscriber
-// it sends no statement at all). A NOTIFY in every committing transaction
-// would have told it sooner but cut commits by more than half (the issue's measurement), so the hot
-// transactions stay as they were. Waiting long polls (and later subscriptions) learn of events here,
-// not by each querying the log. After a failed read it simply reads on from where it was, so an
-// outage loses nothing.
+// One reader of the event log per process (issue 20): while anyone listens, it polls the log for
+// positions past the last it saw, a cheap index scan (positioning what committed since: positions.ts),
+// and tells the subscribers concerned; with no subscriber it sends no statement at all. A NOTIFY in
+// every committing transaction would have told it sooner but cut commits by more than half (the
+// issue's measurement), so the hot transactions stay as they were. Waiting long polls (and later
+// subscriptions) learn of events here, not by each querying the log. After a failed read it reads on
+// from where it was, so an outage loses nothing.
 import type { Sql } from '../../db/sql.js';
+import { positionEventsUnlessBusy } from './positions.js';
 
 export const READ_INTERVAL_MS = 80;
-/**
- * Ids are taken in transaction order but committed in commit order, so an id below the highest seen
- * can still appear. Skipped ids are asked for again until this old (a rolled-back transaction's
- * never appear).
- */
-const GAP_PATIENCE_MS = 60_000;
-const MAX_GAPS = 10_000;
 const ROWS_PER_READ = 1_000;
 
 /** What a subscriber learns: which organization and users an event is for (none: all of them). */
 export interface LoggedEvent {
+  /** Its position (the id clients see). */
   id: number;
   organizationId: number;
   type: string;
@@ -40,7 +35,6 @@ interface Subscription extends EventInterest {
 export class EventReader {
   private readonly byOrganization = new Map<number, Set<Subscription>>();
   private lastSeen: number | undefined;
-  private readonly gaps = new Map<number, number>();
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
   private startingPoint: Promise<void> | undefined;
@@ -68,7 +62,7 @@ export class EventReader {
   async ready(): Promise<void> {
     while (this.lastSeen === undefined) {
       this.startingPoint ??= this.sql
-        .rows<{ id: string | null }>('SELECT max(id)::text AS id FROM event', [])
+        .rows<{ id: string | null }>('SELECT max(position)::text AS id FROM event', [])
         .then(([row]) => void (this.lastSeen ??= Number(row?.id ?? 0)))
         .finally(() => (this.startingPoint = undefined));
       await this.startingPoint;
@@ -99,34 +93,19 @@ export class EventReader {
     if (this.byOrganization.size === 0) {
       // Nobody listens: the next subscriber starts from the log's end again (ready()).
       this.lastSeen = undefined;
-      this.gaps.clear();
       return;
     }
     if (this.lastSeen === undefined) return;
-    const rows = await this.sql.rows<{ id: string; organizationId: number; type: string; recipientIds: number[] }>(
-      `SELECT id::text, "organizationId", type, "recipientIds" FROM event WHERE id > $1 OR id = ANY($2::bigint[]) ORDER BY id LIMIT ${ROWS_PER_READ}`,
-      [this.lastSeen, [...this.gaps.keys()]],
+    await positionEventsUnlessBusy(this.sql);
+    const rows = await this.sql.rows<{ position: string; organizationId: number; type: string; recipientIds: number[] }>(
+      `SELECT position::text, "organizationId", type, "recipientIds" FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`,
+      [this.lastSeen],
     );
-    this.forgetOldGaps();
     for (const row of rows) {
-      const event = { id: Number(row.id), organizationId: row.organizationId, type: row.type, recipientIds: row.recipientIds };
-      this.gaps.delete(event.id);
-      if (event.id > this.lastSeen) {
-        this.noteGaps(this.lastSeen, event.id);
-        this.lastSeen = event.id;
-      }
+      const event = { id: Number(row.position), organizationId: row.organizationId, type: row.type, recipientIds: row.recipientIds };
+      this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);
       this.dispatch(event);
     }
-  }
-
-  private noteGaps(from: number, to: number): void {
-    const now = Date.now();
-    for (let id = from + 1; id < to && this.gaps.size < MAX_GAPS; id++) this.gaps.set(id, now);
-  }
-
-  private forgetOldGaps(): void {
-    const oldest = Date.now() - GAP_PATIENCE_MS;
-    for (const [id, seen] of this.gaps) if (seen < oldest) this.gaps.delete(id);
   }
 
   private dispatch(event: LoggedEvent): void {

@@ -1,6 +1,7 @@
 -- CreateTable
 CREATE TABLE "event" (
     "id" BIGSERIAL NOT NULL,
+    "position" BIGINT,
     "organizationId" INTEGER NOT NULL,
     "type" TEXT NOT NULL,
     "payload" JSONB,
@@ -19,7 +20,7 @@ CREATE TABLE "event_queue" (
     "eventTypes" TEXT[],
     "everyType" BOOLEAN NOT NULL,
     "lifespanSecs" INTEGER NOT NULL,
-    "startAfterId" BIGINT NOT NULL,
+    "startAfter" BIGINT NOT NULL,
     "newestPrunedId" BIGINT,
     "lastPolledAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "expiresAt" TIMESTAMP(3) NOT NULL,
@@ -27,6 +28,9 @@ CREATE TABLE "event_queue" (
 
     CONSTRAINT "event_queue_pkey" PRIMARY KEY ("id")
 );
+
+-- CreateIndex
+CREATE UNIQUE INDEX "event_position_key" ON "event"("position");
 
 -- CreateIndex
 CREATE INDEX "event_createdAt_idx" ON "event"("createdAt");
