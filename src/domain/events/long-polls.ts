@@ -173,6 +173,8 @@ export class EventPolls implements NotificationSubscriber {
     if (events.length > 0 || request.dontBlock || this.closing) return { events };
     return new Promise<PollAnswer>((resolve, reject) => {
       const poll = new WaitingPoll(this, queue, credentials, resolve, reject);
+      // Two polls of one queue that arrived together: the earlier is answered, as a takeover.
+      void this.waiting.get(queue.id)?.answerNow();
       this.waiting.set(queue.id, poll);
       credentials.signal?.addEventListener('abort', () => void poll.answerNow(), { once: true });
       void poll.begin(this.reader, this.heartbeatMs());
