@@ -385,6 +385,29 @@ describe('long polls', () => {
     expect(answer.body).toMatchObject({ result: 'error', msg: 'Account is deactivated' });
     expect((await poll(world, 'moderator', queueId, -1)).status).toBe(401);
   });
+
+  test('a reset key: the waiting poll is answered with 401, and so is the next', async () => {
+    const world = await newWorld();
+    const queueId = await register(world, 'admin', { event_types: '["attachment"]' });
+    const waiting = poll(world, 'admin', queueId, -1, false);
+    await waitUntilWaiting(queueId);
+    await runOnTestDatabase(`UPDATE user_account SET "apiKeyHash" = md5(random()::text) WHERE id = $1`, [world.users.admin.id]);
+    const answer = await waiting;
+    expect(answer).toMatchObject({ status: 401, body: { result: 'error', msg: 'Invalid API key' } });
+    expect((await poll(world, 'admin', queueId, -1)).status).toBe(401);
+  });
+
+  test('the GraphQL door writes the same event (the domain writes it, not the REST handler)', async () => {
+    const world = await newWorld();
+    const queueId = await register(world, 'guest', { event_types: '["realm_emoji"]' });
+    const response = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: world.users.owner.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { deactivateCustomEmoji(emojiName: "lighthouse") { __typename } }' }),
+    });
+    expect(response.status).toBe(200);
+    expect(types(await eventsOf(world, 'guest', queueId))).toEqual(['realm_emoji']);
+  });
 });
 
 /** Until a request waits on the queue (its row says so). */
