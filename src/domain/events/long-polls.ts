@@ -135,8 +135,6 @@ export class EventPolls implements NotificationSubscriber {
   private readonly waiting = new Map<string, WaitingPoll>();
   private closing = false;
   private housekeeping: NodeJS.Timeout | undefined;
-  /** Whether this process has served the events API: only then does it spend statements on housekeeping. */
-  private served = false;
 
   constructor(
     readonly app: AppContext,
@@ -145,11 +143,13 @@ export class EventPolls implements NotificationSubscriber {
     app.authCache?.events.on('invalidated', (apiKeyHash: string) => this.credentialsChanged(apiKeyHash));
   }
 
-  /** The reader, and the removal of expired queues and old events every minute. */
+  /**
+   * The reader, and the removal of expired queues and old events every minute, in every process (the
+   * log grows whether or not anyone reads it). Two statements a minute; none of a request's.
+   */
   start(): void {
     this.reader.start();
     const removeOld = () => {
-      if (!this.served) return;
       removeExpired(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired event queues failed'));
     };
     this.housekeeping = setInterval(removeOld, HOUSEKEEPING_MS).unref();
@@ -165,7 +165,6 @@ export class EventPolls implements NotificationSubscriber {
 
   /** GET /events: acknowledges, then answers at once or waits. */
   async poll(actor: Actor, request: PollRequest, credentials: PollCredentials): Promise<PollAnswer> {
-    this.served = true;
     const queue = await acknowledgeEvents(this.app, actor, request.queueId, request.lastEventId);
     await this.answerWaiting(queue);
     await positionCommittedEvents(this.app.sql);
@@ -183,14 +182,8 @@ export class EventPolls implements NotificationSubscriber {
 
   /** DELETE /events: the queue is gone and its waiting request answered. */
   async delete(actor: Actor, queueId: string): Promise<void> {
-    this.served = true;
     const queue = await deleteQueue(this.app, actor, queueId);
     await this.answerWaiting(queue);
-  }
-
-  /** POST /register was served here: expired queues are this process's to remove too. */
-  registered(): void {
-    this.served = true;
   }
 
   /** A request waiting on the queue, here or in another process, is answered. */

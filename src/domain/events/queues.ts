@@ -69,7 +69,6 @@ const asksFor = (types: string[] | null, type: string) => types === null || type
  * queues beyond the limit go; a lock per user keeps two registrations from both passing it.
  */
 export async function registerQueue(app: AppContext, actor: Actor, request: RegisterRequest): Promise<Registration> {
-  app.eventPolls?.registered();
   const queueId = randomUUID();
   const eventTypes = request.eventTypes?.filter((type) => (EVENT_TYPES as readonly string[]).includes(type)) ?? [];
   // What committed before the registration is not the queue's.
