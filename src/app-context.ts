@@ -8,6 +8,7 @@ import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
 import type { ServerMetrics } from './metrics/metrics.js';
 import type { MemoryBudget } from './http/memory-budget.js';
+import type { EventPolls } from './domain/events/long-polls.js';
 
 export interface AppContext {
   prisma: Prisma;
@@ -27,4 +28,6 @@ export interface AppContext {
   metrics?: ServerMetrics;
   /** Admits the largest answers; absent: no limit (src/http/memory-budget.ts). */
   memoryBudget?: MemoryBudget;
+  /** GET and DELETE /events' waiting requests (src/domain/events); absent outside a server. */
+  eventPolls?: EventPolls;
 }

@@ -48,6 +48,8 @@ export interface Config {
   memoryBudget: MemoryBudgetConfig;
   /** GET /metrics; off when neither the token nor the port is set. */
   metrics: MetricsConfig;
+  /** How long a long poll of GET /events waits before its heartbeat; undefined: 45-55 s, as the reference. */
+  eventHeartbeatSeconds?: number;
 }
 
 export interface MetricsConfig {
@@ -225,5 +227,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploads: loadUploadsConfig(env),
     metrics: metricsConfig(env, listenPort),
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
+    eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
   };
 }

@@ -9,6 +9,8 @@ import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
 import { AuthCache } from './domain/auth/auth-cache.js';
 import { listenForNotifications } from './db/notifications.js';
+import { EventPolls } from './domain/events/long-polls.js';
+import { EventReader } from './domain/events/reader.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
@@ -69,7 +71,6 @@ export async function startServer(
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
   const authCache = new AuthCache();
   const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
-  const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts]);
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,
@@ -82,6 +83,10 @@ export async function startServer(
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
   };
+  const eventPolls = new EventPolls(app, new EventReader(database.sql, (error) => (app.log ?? processLogger).warn({ err: error }, 'reading the event log failed')));
+  app.eventPolls = eventPolls;
+  const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts, eventPolls]);
+  eventPolls.start();
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
   const http = createApp(app, { draining: () => draining });
   handle = (request, env) => http.fetch(request, env);
@@ -97,6 +102,8 @@ export async function startServer(
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
       draining = true;
+      // Waiting long polls are answered at once: a drain never waits for one.
+      await eventPolls.close();
       // The worker stops at once (its queued mail waits for the next process), not after the requests.
       await Promise.all([closeServer(server), outbox?.stop()]);
       if (metricsServer) await closeServer(metricsServer);

@@ -12,8 +12,11 @@ export type ErrorCode =
   | 'REALM_UPLOAD_QUOTA'
   | 'BAD_IMAGE';
 
+/** Codes of the REST events API only (GraphQL has no queues). */
+export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID';
+
 export interface DomainErrorOptions {
-  code?: ErrorCode;
+  code?: ErrorCode | RestOnlyErrorCode;
   status?: number;
   /** Extra response fields, rendered before `code` in REST bodies. */
   data?: Record<string, unknown>;
@@ -23,7 +26,7 @@ export interface DomainErrorOptions {
 }
 
 export class DomainError extends Error {
-  readonly code: ErrorCode;
+  readonly code: ErrorCode | RestOnlyErrorCode;
   readonly status: number;
   readonly data: Record<string, unknown>;
   readonly headers: Record<string, string>;

@@ -5,6 +5,7 @@ import { deleteAttachment, listAttachments } from './handlers/attachments.js';
 import { addEmoji, deactivateEmoji, listEmoji } from './handlers/emoji.js';
 import { listInvitations, resendInvitation, revokeInvitation } from './handlers/invitation-management.js';
 import { sendInvitations } from './handlers/invites.js';
+import { deleteEvents, getEvents, register } from './handlers/events.js';
 import { serverSettings } from './handlers/server-settings.js';
 import { getOwnUser } from './handlers/users.js';
 import { getTemporaryUrl, uploadFile } from './handlers/uploads.js';
@@ -21,4 +22,6 @@ export const restRoutes: RestRoute[] = [
   { pattern: /^\/user_uploads\/(?<realmId>[0-9]+)\/(?<filename>.+)$/, methods: { GET: getTemporaryUrl } },
   { pattern: /^\/server_settings$/, methods: {}, publicMethods: { GET: serverSettings } },
   { pattern: /^\/users\/me$/, methods: { GET: getOwnUser } },
+  { pattern: /^\/register$/, methods: { POST: register } },
+  { pattern: /^\/events$/, methods: { GET: getEvents, DELETE: deleteEvents } },
 ];

@@ -7,12 +7,28 @@ export interface ZulipClient {
   emojis: { retrieve(params?: Record<string, unknown>): Promise<any> };
   users: { me: { getProfile(): Promise<any> } };
   server: { settings(params?: Record<string, unknown>): Promise<any> };
+  queues: { register(params?: Record<string, unknown>): Promise<any>; deregister(params: Record<string, unknown>): Promise<any> };
+  events: { retrieve(params: Record<string, unknown>): Promise<any> };
+  callOnEachEvent(callback: (event: any) => void, eventTypes?: string[] | null): Promise<never>;
 }
 
-type ZulipInit = (config: { realm: string; username: string; apiKey: string }) => Promise<ZulipClient>;
+export interface ZulipConfig {
+  realm: string;
+  username: string;
+  apiKey: string;
+  /** Set by zulip-js from the realm; every call reads it anew. */
+  apiURL?: string;
+}
+
+type ZulipInit = (config: ZulipConfig) => Promise<ZulipClient>;
 const zulipInit = createRequire(import.meta.url)('zulip-js') as ZulipInit;
 
 export const zulipClient = (serverUrl: string, username: string, apiKey: string) => zulipInit({ realm: serverUrl, username, apiKey });
+
+/** A client and the configuration it reads at each call (to send its endless event loop elsewhere). */
+export async function zulipClientWithConfig(config: ZulipConfig): Promise<ZulipClient> {
+  return zulipInit(config);
+}
 
 /** A zulip-js client logged in as one of the world's users, as a real deployment would configure it. */
 export const zulipClientFor = (serverUrl: string, world: World, who: WorldUserName) =>

@@ -8,6 +8,7 @@ import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
+import { insertEventSql, recordEvent } from '../events/log.js';
 
 export interface AttachmentRecord {
   id: number;
@@ -150,6 +151,37 @@ const ownAttachmentsStatement = (withMessages: boolean) => `
 const OWN_ATTACHMENTS = ownAttachmentsStatement(false);
 const OWN_ATTACHMENTS_WITH_MESSAGES = ownAttachmentsStatement(true);
 
+/**
+ * JSON.stringify cannot write a bigint. Byte counts are bigints in the database (one file, and an
+ * organization's total, pass 2^31), and every integer up to 2^53 - 1 (8 PiB) converts to a JSON
+ * number exactly. Past that a number would silently round (and clients' JSON parsers, JavaScript's
+ * among them, would round it again), so we fail loudly instead of answering a wrong total.
+ */
+export function jsonInteger(value: bigint): number {
+  const number = Number(value);
+  if (!Number.isSafeInteger(number)) throw new RangeError(`${value} is beyond what a JSON number holds exactly`);
+  return number;
+}
+
+/** A file as `GET /api/v1/attachments` lists it, and as `attachment` events carry it (events.md Decision 6). */
+export const attachmentListItem = (a: OwnAttachment) => ({
+  id: a.id,
+  name: a.name,
+  path_id: a.pathId,
+  size: jsonInteger(a.size),
+  create_time: a.createTime,
+  message_ids: a.messageIds,
+});
+
+/** An `attachment` event for the file's owner only (events.md section 4). */
+export const attachmentEvent = (owner: Actor, change: { op: 'add' | 'remove' | 'update'; attachment: object }, uploadSpaceUsed: bigint) =>
+  insertEventSql({
+    organizationId: owner.organizationId,
+    type: 'attachment',
+    payload: { ...change, upload_space_used: jsonInteger(uploadSpaceUsed) },
+    recipients: { users: [owner.id] },
+  });
+
 /** upload_quota_gb is applied as GiB (uploads.md 1.2). */
 export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(gb) << 30n);
 
@@ -166,7 +198,11 @@ export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachm
   const row = await app.prisma.attachment.findFirst({ where, select: { id: true, size: true, pathId: true } });
   if (!row) throw invalid();
   await removeStoredBytes(app, row.pathId);
-  const uploadSpaceUsed = await app.prisma.$transaction((tx) => removeAttachmentRow(tx, actor.organizationId, row));
+  const uploadSpaceUsed = await app.prisma.$transaction(async (tx) => {
+    const total = await removeAttachmentRow(tx, actor.organizationId, row);
+    if (total !== null) await recordEvent(tx, attachmentEvent(actor, { op: 'remove', attachment: { id: row.id } }, total));
+    return total;
+  });
   // A concurrent deletion of the same file won the race.
   if (uploadSpaceUsed === null) throw invalid();
   return { uploadSpaceUsed };

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { recordEvent } from '../events/log.js';
 import type { AppContext } from '../../app-context.js';
 import type { Prisma } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
@@ -17,7 +18,7 @@ import { serverSecret } from '../uploads/server-secrets.js';
 import { byteLimit, limited, singleFile, type IncomingFile, type ReceivedFile } from '../uploads/upload-file.js';
 import { assertEmojiContentType, EMOJI_FORMATS, resizeEmoji } from './emoji-image.js';
 import { isBuiltInEmojiName } from './built-in-emoji.js';
-import { emojiDict, EMOJI_RECORD, type CustomEmojiRecord } from './custom-emoji.js';
+import { emojiDict, EMOJI_RECORD, realmEmojiEvent, type CustomEmojiRecord } from './custom-emoji.js';
 
 export const REALM_EMOJI_ADDED = 'REALM_EMOJI_ADDED';
 
@@ -102,6 +103,7 @@ async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, fil
         await tx.auditLogEntry.create({
           data: { organizationId: actor.organizationId, actorId: actor.id, eventType: REALM_EMOJI_ADDED, extraData: { added_emoji: emojiDict(emoji) } },
         });
+        await recordEvent(tx, realmEmojiEvent(actor.organizationId));
         return emoji;
       },
       { timeout: 60_000 },

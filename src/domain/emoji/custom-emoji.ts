@@ -5,6 +5,7 @@ import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { isAdministrator } from '../users/roles.js';
+import { insertEventSql } from '../events/log.js';
 import { emojiImagePath, emojiStillPath } from '../uploads/paths.js';
 
 export interface CustomEmojiRecord {
@@ -41,6 +42,18 @@ export function emojiDict(emoji: CustomEmojiRecord) {
     deactivated: emoji.deactivated,
     author_id: emoji.authorId,
   };
+}
+
+/**
+ * A realm_emoji event for every user of the organization. Its dict (every custom emoji, deactivated
+ * ones included) is read when the event is delivered, not stored: the deactivation stays one statement.
+ */
+export const realmEmojiEvent = (organizationId: number) => insertEventSql({ organizationId, type: 'realm_emoji', payload: null, recipients: 'organization' });
+
+/** Every custom emoji of the organization as `GET /realm/emoji` and realm_emoji events key them. */
+export async function realmEmojiDicts(prisma: Prisma, organizationId: number) {
+  const emoji = await prisma.customEmoji.findMany({ where: { organizationId }, orderBy: { id: 'asc' }, select: RECORD });
+  return Object.fromEntries(emoji.map((e) => [String(e.id), emojiDict(e)]));
 }
 
 /** The caller's organization's custom emoji, by ascending id. Any authenticated user may list them. */
@@ -84,8 +97,11 @@ const ACTIVE_EMOJI_NAMED = `
    WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated
    ORDER BY id LIMIT 1`;
 
+// The realm_emoji event (every user of the organization: an empty recipient list) is insertEventSql's
+// row, written by the same statement; its dict is read at delivery (realmEmojiEvent).
 const DEACTIVATE_WITH_AUDIT = `
-  WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id)
+  WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id),
+  event AS (INSERT INTO event ("organizationId", type, "recipientIds") SELECT $2, 'realm_emoji', '{}' FROM updated)
   INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
   SELECT $2, $3, $4, now() AT TIME ZONE 'UTC', $5::jsonb FROM updated
   RETURNING id`;

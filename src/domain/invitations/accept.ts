@@ -9,6 +9,7 @@ import { sendDirectMessages, systemBotId } from '../messages/direct-messages.js'
 import { generateApiKey, hashApiKey } from '../users/api-keys.js';
 import { exceedsLicenseLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
+import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationStatus } from './status.js';
 
 export const WELCOME_BOT_INTRO =
@@ -147,6 +148,7 @@ async function createAccount(tx: Transaction, organizationId: number, key: strin
   });
   await grantSubscriptionsAndGroups(tx, invitation, user.id);
   await closeInvitations(tx, invitation, user.id);
+  await recordEvent(tx, insertInvitesChangedSql(invitation.organizationId, invitation.referrerId));
   await sendJoinMessages(tx, invitation, user, now);
   return { userId: user.id, email: user.email, fullName, role: user.role, organizationName: invitation.organization.name, apiKey };
 }

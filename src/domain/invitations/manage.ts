@@ -11,6 +11,7 @@ import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
+import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { toInvitationView, type InvitationView } from './status.js';
 import { pagedList, type Paged } from '../paging.js';
 
@@ -128,8 +129,10 @@ export async function revokeInvitation(app: AppContext, actor: Actor, invitation
   assertMayUseInvitations(actor);
   return inTransaction(app.prisma, async (tx) => {
     await lockOrganization(tx, actor.organizationId);
-    await accessPendingInvitation(tx, actor, invitationId);
+    const invitation = await accessPendingInvitation(tx, actor, invitationId);
     const revoked = await tx.invitation.update({ where: { id: invitationId }, data: { status: 'REVOKED' } });
+    // The inviter of that invitation is told, not the one revoking (unless an administrator).
+    await recordEvent(tx, insertInvitesChangedSql(actor.organizationId, invitation.referrerId));
     return toInvitationView(revoked, now);
   });
 }

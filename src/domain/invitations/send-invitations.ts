@@ -31,6 +31,7 @@ import {
 import { queuedForOrganization } from './lock-queue.js';
 import { distinctRowIds } from '../ids.js';
 import { inSqlTransaction } from '../transaction.js';
+import { insertInvitesChangedSql } from '../events/log.js';
 import { statementRows, type Sql } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
@@ -227,6 +228,8 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
       SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
     ), emails AS (
       ${insertInvitationEmails(Prisma.sql`created`, candidates.map((a) => a.mail))}
+    ), event AS (
+      ${insertInvitesChangedSql(org.id, actor.id, Prisma.sql`EXISTS (SELECT FROM created)`)}
     )
     SELECT locked.*, created.id, created.email, created."invitedAs", created."referrerId", created.status
     FROM locked LEFT JOIN created ON true ORDER BY created.id`);

@@ -6,7 +6,8 @@ import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { insertAttachments } from '../attachments/upload-space.js';
-import { quotaInBytes, type AttachmentRecord } from '../attachments/attachments.js';
+import { attachmentEvent, attachmentListItem, quotaInBytes, type AttachmentRecord } from '../attachments/attachments.js';
+import { recordEvent } from '../events/log.js';
 import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
 import { fileKey, newPathId } from './paths.js';
 
@@ -118,18 +119,21 @@ export const quotaExceeded = () =>
  */
 async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload): Promise<UploadedFile> {
   try {
-    const [row] = await app.prisma.$transaction(async (tx) => {
+    const attachment = await app.prisma.$transaction(async (tx) => {
       const [organization] = await tx.$queryRaw<{ uploadQuotaGb: number | null; uploadSpaceUsed: bigint }[]>`
         SELECT "uploadQuotaGb", "uploadSpaceUsed" FROM organization WHERE id = ${actor.organizationId} FOR UPDATE`;
       const quota = quotaInBytes(organization!.uploadQuotaGb);
       if (quota !== null && organization!.uploadSpaceUsed + staged.size > quota) throw quotaExceeded();
-      return insertAttachments(tx, actor.organizationId, [
+      const [row] = await insertAttachments(tx, actor.organizationId, [
         { organizationId: actor.organizationId, ownerId: actor.id, name: staged.name, pathId: staged.pathId, size: staged.size, contentType: staged.contentType },
       ]);
-    });
-    const attachment = await app.prisma.attachment.findUniqueOrThrow({
-      where: { id: row!.id },
-      select: { id: true, name: true, pathId: true, size: true, createTime: true },
+      const stored = await tx.attachment.findUniqueOrThrow({
+        where: { id: row!.id },
+        select: { id: true, name: true, pathId: true, size: true, createTime: true },
+      });
+      const listed = { ...stored, createTime: Math.floor(stored.createTime.getTime() / 1000), messageIds: [] };
+      await recordEvent(tx, attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size));
+      return stored;
     });
     return { attachment, url: `/user_uploads/${staged.pathId}`, filename: staged.name };
   } catch (error) {

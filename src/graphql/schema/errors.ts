@@ -78,7 +78,8 @@ export const InvitationFailedError = builder.objectRef<ErrorShape>('InvitationFa
 
 /** The contract's error object for a domain error. */
 export function toErrorShape(error: DomainError): ErrorShape {
-  const base = { message: error.message, code: error.code };
+  // The REST-only codes (the events API's) never reach GraphQL.
+  const base = { message: error.message, code: error.code === 'BAD_EVENT_QUEUE_ID' ? 'BAD_REQUEST' : error.code };
   if (error.code === 'INVITATION_FAILED') {
     const data = error.data as {
       errors: [string, string, boolean][];

@@ -1,5 +1,5 @@
 // GET /realm/emoji, POST and DELETE /realm/emoji/{emoji_name}: the reference's shapes over the emoji service.
-import { deactivateCustomEmoji, emojiDict, listCustomEmoji } from '../../domain/emoji/custom-emoji.js';
+import { deactivateCustomEmoji, realmEmojiDicts } from '../../domain/emoji/custom-emoji.js';
 import { addReceivedCustomEmoji, assertMayAddEmoji, receiveEmojiFile } from '../../domain/emoji/add-custom-emoji.js';
 import { receiveFiles } from '../../http/multipart.js';
 import { successResponse } from '../envelope.js';
@@ -8,8 +8,7 @@ import type { RestHandler } from '../request.js';
 
 /** Every custom emoji of the organization, deactivated ones included, keyed by id string. */
 export const listEmoji: RestHandler = async ({ actor, params, app }) => {
-  const emoji = await listCustomEmoji(app.prisma, actor, { includeDeactivated: true });
-  return successResponse({ emoji: Object.fromEntries(emoji.map((e) => [String(e.id), emojiDict(e)])) }, undeclaredParameters(params));
+  return successResponse({ emoji: await realmEmojiDicts(app.prisma, actor.organizationId) }, undeclaredParameters(params));
 };
 
 /** The path parameter arrives percent-decoded (the dispatcher decodes it; `/` is allowed in it). */

@@ -1,0 +1,44 @@
+// Event ids are taken when a transaction inserts its event but become visible when it commits, so a
+// lower id can appear after a higher one was read: a client acknowledging the higher one would lose
+// the lower. So clients never see those ids: once committed, events get a position, in commit order,
+// from one positioning at a time (an advisory lock), and a reader that sees position p sees every
+// lower one. The hot transactions only INSERT, as before; positioning costs nothing until someone
+// reads events (a poll, a registration, a process's reader while polls wait).
+import type { Sql } from '../../db/sql.js';
+import { inSqlTransaction } from '../transaction.js';
+
+const POSITIONING_LOCK = 'SELECT pg_advisory_xact_lock(22, 0)';
+const TRY_POSITIONING_LOCK = 'SELECT pg_try_advisory_xact_lock(22, 0) AS locked';
+/** Positions come from the ids' own sequence: unique, and increasing from one positioning to the next. */
+const POSITION_EVENTS = `
+  UPDATE event e SET position = numbered.position
+    FROM (SELECT id, nextval(pg_get_serial_sequence('event', 'id')) AS position
+            FROM (SELECT id FROM event WHERE position IS NULL ORDER BY id LIMIT 10000) waiting) numbered
+   WHERE e.id = numbered.id`;
+
+async function anyUnpositioned(sql: Sql): Promise<boolean> {
+  const rows = await sql.rows('SELECT 1 FROM event WHERE position IS NULL LIMIT 1', []);
+  return rows.length > 0;
+}
+
+/**
+ * Positions every event committed before the call (waiting for a positioning in progress, whose
+ * snapshot may predate them): what a request reads next includes them.
+ */
+export async function positionCommittedEvents(sql: Sql): Promise<void> {
+  if (!(await anyUnpositioned(sql))) return;
+  await inSqlTransaction(sql, async (tx) => {
+    await tx.rows(POSITIONING_LOCK, []);
+    // READ COMMITTED: this statement's snapshot is taken after the lock, so it sees the last positioning.
+    await tx.rows(POSITION_EVENTS, []);
+  });
+}
+
+/** The same when no other process is at it already (a reader's tick: it comes again soon). */
+export async function positionEventsUnlessBusy(sql: Sql): Promise<void> {
+  if (!(await anyUnpositioned(sql))) return;
+  await inSqlTransaction(sql, async (tx) => {
+    const [row] = await tx.rows<{ locked: boolean }>(TRY_POSITIONING_LOCK, []);
+    if (row?.locked) await tx.rows(POSITION_EVENTS, []);
+  });
+}
