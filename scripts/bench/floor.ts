@@ -136,7 +136,8 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
   }
   const audit = { before: emojiDict(emoji), after: emojiDict({ ...emoji, deactivated: true }) };
   const { rowCount } = await pool.query(
-    `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id)
+    `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id),
+     event AS (INSERT INTO event ("organizationId", type, "recipientIds") SELECT $2, 'realm_emoji', '{}' FROM updated)
      INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "extraData")
      SELECT $2, $3, 'REALM_EMOJI_REMOVED', $4::jsonb FROM updated`,
     [emoji.id, caller.organizationId, caller.id, JSON.stringify(audit)],
@@ -176,7 +177,11 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
     await client.query(
       // Queued like the server's, but never due: the server's worker (same database) must not spend
       // the floor's rounds delivering the floor's e-mails.
-      `INSERT INTO outbox_email ("organizationId", "invitationId", kind, "toAddress", subject, "textBody", "htmlBody", "createdAt", "nextAttemptAt")
+      // With the invites_changed event for the organization's owners and administrators and the inviter.
+      `WITH event AS (
+         INSERT INTO event ("organizationId", type, "recipientIds")
+         SELECT $1, 'invites_changed', array(SELECT id FROM user_account WHERE "organizationId" = $1 AND "isActive" AND role <= 200 UNION SELECT $8 ORDER BY 1))
+       INSERT INTO outbox_email ("organizationId", "invitationId", kind, "toAddress", subject, "textBody", "htmlBody", "createdAt", "nextAttemptAt")
        SELECT $1, id, 'invitation', address, subject, text, html, $2, '9999-12-31'
          FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[]) AS t(id, address, subject, text, html)`,
       [
@@ -187,6 +192,7 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
         rendered.map((r) => r.subject),
         rendered.map((r) => r.text),
         rendered.map((r) => r.html),
+        caller.id,
       ],
     );
     await client.query('COMMIT');
