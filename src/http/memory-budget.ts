@@ -6,6 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createGraphQLError } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
+import { allPages, type Paged } from '../domain/paging.js';
 import { jsonResponse } from '../rest/envelope.js';
 
 export interface MemoryBudgetConfig {
@@ -143,3 +144,12 @@ export class MemoryBudget {
 const UNLIMITED_MEMORY = new MemoryBudget({ bytes: 0, waitMs: 0 });
 
 export const memoryBudgetOf = (app: AppContext) => app.memoryBudget ?? UNLIMITED_MEMORY;
+
+/**
+ * Every item of a list that an answer holds whole (GraphQL's): past one page, its expected size is
+ * reserved until the answer is built (a 503 error when no room comes).
+ */
+export async function wholeListWithinBudget<T>(app: AppContext, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
+  if (list.morePages) await memoryBudgetOf(app).reserveWhileAnswering(list.expectedCount * bytesPerItem).catch(thrownAsBusy);
+  return allPages(list);
+}

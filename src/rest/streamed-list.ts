@@ -1,8 +1,11 @@
 // A success envelope whose one large list is written page by page as the client reads: the body is
 // byte for byte what successResponse would write for the whole object, but only one page (its rows
 // and its JSON) is held at a time. The next page is read only when the socket has taken the last.
+import type { AppContext } from '../app-context.js';
+import type { Paged } from '../domain/paging.js';
+import { memoryBudgetOf, refusedAsBusy, type Reservation } from '../http/memory-budget.js';
 import { logger } from '../logging.js';
-import type { Reservation } from '../http/memory-budget.js';
+import { successResponse } from './envelope.js';
 
 export interface StreamedList {
   /** Fields before the list, after `result` and `msg`. */
@@ -75,4 +78,29 @@ export function streamedSuccessResponse(list: StreamedList): Response {
 /** Each page's items in another shape, page by page. */
 export async function* mapPages<T, U>(pages: AsyncIterable<T[]>, shape: (item: T) => U): AsyncGenerator<U[]> {
   for await (const page of pages) yield page.map(shape);
+}
+
+export interface PagedAnswer<T> {
+  key: string;
+  /** An item's JSON shape. */
+  item: (row: T) => unknown;
+  /** What one page holds while it is written (rows, answer objects, JSON): reserved for the stream. */
+  pageBytes: number;
+  /** Fields after the list. */
+  after?: Record<string, unknown>;
+  /** Parameters the endpoint ignored (ignored_parameters_unsupported, last). */
+  ignored?: string[];
+}
+
+/**
+ * A paged list's success answer: whole, with its length, when it is one page; otherwise streamed a
+ * page at a time with one page's memory reserved first (503 with Retry-After when none comes).
+ */
+export async function pagedListResponse<T>(app: AppContext, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
+  const ignored = answer.ignored ?? [];
+  if (!list.morePages) return successResponse({ [answer.key]: list.firstPage.map(answer.item), ...answer.after }, ignored);
+  const reservation = await memoryBudgetOf(app).reserve(answer.pageBytes).catch(refusedAsBusy);
+  if (reservation instanceof Response) return reservation;
+  const after = ignored.length > 0 ? { ...answer.after, ignored_parameters_unsupported: ignored } : answer.after;
+  return streamedSuccessResponse({ key: answer.key, pages: mapPages(list.pages(), answer.item), after, reservation });
 }

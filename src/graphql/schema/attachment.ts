@@ -1,7 +1,6 @@
 import { attachmentUrl, listOwnAttachmentsWithMessages, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
-import { allPages } from '../../domain/paging.js';
-import { memoryBudgetOf, thrownAsBusy } from '../../http/memory-budget.js';
+import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 
@@ -78,9 +77,7 @@ builder.queryField('attachments', (t) =>
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
     resolve: async (_root, _args, context) => {
       const listing = await listOwnAttachmentsWithMessages(context.app.sql, actorOf(context));
-      // A list past one page is held whole (rows, answer tree, JSON): its size is reserved first.
-      if (listing.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(listing.expectedCount * ANSWER_BYTES_PER_FILE).catch(thrownAsBusy);
-      return { ...listing, attachments: await allPages(listing) };
+      return { ...listing, attachments: await wholeListWithinBudget(context.app, listing, ANSWER_BYTES_PER_FILE) };
     },
   }),
 );

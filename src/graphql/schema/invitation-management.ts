@@ -1,7 +1,6 @@
 // Invitation lifecycle fields: listing, revoking and resending invitations.
 import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
-import { allPages } from '../../domain/paging.js';
-import { memoryBudgetOf, thrownAsBusy } from '../../http/memory-budget.js';
+import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
@@ -28,9 +27,7 @@ builder.queryField('invitations', (t) =>
     resolve: (_root, args, context) =>
       domainQuery(async () => {
         const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive: args.includeInactive ?? false });
-        // A list past one page is held whole (rows, answer tree, JSON): its size is reserved first.
-        if (list.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(list.expectedCount * ANSWER_BYTES_PER_INVITATION).catch(thrownAsBusy);
-        return allPages(list);
+        return wholeListWithinBudget(context.app, list, ANSWER_BYTES_PER_INVITATION);
       }),
   }),
 );

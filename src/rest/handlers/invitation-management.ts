@@ -6,11 +6,10 @@ import {
   resendInvitation as resend,
   revokeInvitation as revoke,
 } from '../../domain/invitations/manage.js';
-import { memoryBudgetOf, refusedAsBusy } from '../../http/memory-budget.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
-import { mapPages, streamedSuccessResponse } from '../streamed-list.js';
+import { pagedListResponse } from '../streamed-list.js';
 
 const restShape = (i: ListedInvitation) => ({
   id: i.id,
@@ -26,14 +25,12 @@ const restShape = (i: ListedInvitation) => ({
 /** A page's rows, answer objects and JSON together, per invitation: an upper estimate (5 MiB a page). */
 const PAGE_BYTES_PER_INVITATION = 1024;
 
-/** One page is answered whole (with its length); more are streamed a page at a time. */
-export const listInvitations: RestHandler = async ({ actor, app }) => {
-  const list = await listPendingInvitations(app.sql, actor);
-  if (!list.morePages) return successResponse({ invites: list.firstPage.map(restShape) });
-  const reservation = await memoryBudgetOf(app).reserve(INVITATION_PAGE_SIZE * PAGE_BYTES_PER_INVITATION).catch(refusedAsBusy);
-  if (reservation instanceof Response) return reservation;
-  return streamedSuccessResponse({ key: 'invites', pages: mapPages(list.pages(), restShape), reservation });
-};
+export const listInvitations: RestHandler = async ({ actor, app }) =>
+  pagedListResponse(app, await listPendingInvitations(app.sql, actor), {
+    key: 'invites',
+    item: restShape,
+    pageBytes: INVITATION_PAGE_SIZE * PAGE_BYTES_PER_INVITATION,
+  });
 
 /** The route only matches digits; ids past any stored one simply name nothing. */
 const invitationId = (path: Record<string, string>) => Number(path.invitationId);
