@@ -9,6 +9,7 @@ import type { Logger } from './logging.js';
 import type { ServerMetrics } from './metrics/metrics.js';
 import type { MemoryBudget } from './http/memory-budget.js';
 import type { EventPolls } from './domain/events/long-polls.js';
+import type { EventStreams } from './domain/events/streams.js';
 
 export interface AppContext {
   prisma: Prisma;
@@ -30,4 +31,6 @@ export interface AppContext {
   memoryBudget?: MemoryBudget;
   /** GET and DELETE /events' waiting requests (src/domain/events); absent outside a server. */
   eventPolls?: EventPolls;
+  /** GraphQL subscriptions' event streams (src/domain/events); absent outside a server. */
+  eventStreams?: EventStreams;
 }

@@ -11,11 +11,15 @@ import { AuthCache } from './domain/auth/auth-cache.js';
 import { listenForNotifications } from './db/notifications.js';
 import { EventPolls } from './domain/events/long-polls.js';
 import { EventReader } from './domain/events/reader.js';
+import { EventStreams } from './domain/events/streams.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
+import { clientAddressOf } from './http/client-address.js';
+import { connectionOriginAllowed } from './http/cross-origin.js';
+import { serveGraphQLOverWebSocket } from './graphql/websocket.js';
 import { whileStarting } from './http/probes.js';
 import { logger as processLogger, type Logger } from './logging.js';
 import { metricsOnly } from './metrics/endpoint.js';
@@ -83,13 +87,23 @@ export async function startServer(
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
   };
-  const eventPolls = new EventPolls(app, new EventReader(database.sql, (error) => (app.log ?? processLogger).warn({ err: error }, 'reading the event log failed')));
+  const eventReader = new EventReader(database.sql, (error) => (app.log ?? processLogger).warn({ err: error }, 'reading the event log failed'));
+  const eventPolls = new EventPolls(app, eventReader);
+  const eventStreams = new EventStreams(app, eventReader);
   app.eventPolls = eventPolls;
+  app.eventStreams = eventStreams;
   const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
-  const http = createApp(app, { draining: () => draining });
+  const { http, graphql } = createApp(app, { draining: () => draining });
   handle = (request, env) => http.fetch(request, env);
+  const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
+  const addressOf = clientAddressOf(config.trustedProxies);
+  const closeWebSockets = serveGraphQLOverWebSocket(server, app, graphql, {
+    originAllowed: (origin, request) => originAllowed(origin, `http://${request.headers.host ?? config.host}${request.url ?? '/'}`),
+    clientAddress: addressOf,
+    draining: () => draining,
+  });
   outbox?.start();
   const { port } = server.address() as AddressInfo;
   const opened = database;
@@ -102,8 +116,9 @@ export async function startServer(
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
       draining = true;
-      // Waiting long polls are answered at once: a drain never waits for one.
-      await eventPolls.close();
+      // Waiting long polls are answered and subscriptions end at once: a drain never waits for one.
+      eventStreams.close();
+      await Promise.all([eventPolls.close(), closeWebSockets()]);
       // The worker stops at once (its queued mail waits for the next process), not after the requests.
       await Promise.all([closeServer(server), outbox?.stop()]);
       if (metricsServer) await closeServer(metricsServer);

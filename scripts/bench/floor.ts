@@ -136,8 +136,10 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
   }
   const audit = { before: emojiDict(emoji), after: emojiDict({ ...emoji, deactivated: true }) };
   const { rowCount } = await pool.query(
-    `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id),
-     event AS (INSERT INTO event ("organizationId", type, "recipientIds") SELECT $2, 'realm_emoji', '{}' FROM updated)
+    `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated
+                      RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
+     event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
+               SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
      INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "extraData")
      SELECT $2, $3, 'REALM_EMOJI_REMOVED', $4::jsonb FROM updated`,
     [emoji.id, caller.organizationId, caller.id, JSON.stringify(audit)],

@@ -15,8 +15,11 @@ export type ErrorCode =
 /** Codes of the REST events API only (GraphQL has no queues). */
 export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID';
 
+/** Codes that end a GraphQL subscription (src/domain/events/streams.ts). */
+export type SubscriptionErrorCode = 'EVENTS_PRUNED' | 'TOO_FAR_BEHIND';
+
 export interface DomainErrorOptions {
-  code?: ErrorCode | RestOnlyErrorCode;
+  code?: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode;
   status?: number;
   /** Extra response fields, rendered before `code` in REST bodies. */
   data?: Record<string, unknown>;
@@ -26,7 +29,7 @@ export interface DomainErrorOptions {
 }
 
 export class DomainError extends Error {
-  readonly code: ErrorCode | RestOnlyErrorCode;
+  readonly code: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode;
   readonly status: number;
   readonly data: Record<string, unknown>;
   readonly headers: Record<string, string>;

@@ -1,6 +1,6 @@
 // GraphiQL and introspection work without credentials; every other operation needs a valid
 // Basic Authorization header and otherwise fails with HTTP 401 and extensions.code UNAUTHORIZED.
-import { Kind, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { DomainError } from '../domain/errors.js';
@@ -23,11 +23,10 @@ export function refusal(error: DomainError) {
 }
 
 export function authPlugin(): Plugin<GraphQLContext> {
-  return {
-    onExecute({ args, setResultAndStopExecution }) {
-      const context = args.contextValue as GraphQLContext;
-      if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
-      setResultAndStopExecution({ errors: [refusal(context.authError ?? notLoggedIn())] });
-    },
+  const refuseAnonymous = ({ args, setResultAndStopExecution }: { args: ExecutionArgs; setResultAndStopExecution(result: ExecutionResult): void }) => {
+    const context = args.contextValue as GraphQLContext;
+    if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
+    setResultAndStopExecution({ errors: [refusal(context.authError ?? notLoggedIn())] });
   };
+  return { onExecute: refuseAnonymous, onSubscribe: refuseAnonymous };
 }

@@ -5,20 +5,33 @@ import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { DomainError } from '../domain/errors.js';
 import { createLoaders, type Loaders } from './loaders.js';
 
-export interface GraphQLContext {
-  app: AppContext;
+/** Who calls, as known before the document is parsed. */
+export interface Caller {
   /** Null when the request carried no (valid) credentials; data fields then fail with 401. */
   actor: Actor | null;
   authError: DomainError | null;
+  /** The credentials the actor authenticated with (a subscription checks them again as they change). */
+  authorization: string | null;
+}
+
+export interface GraphQLContext extends Caller {
+  app: AppContext;
   loaders: Loaders;
 }
 
-export function newContext(app: AppContext, actor: Actor | null, authError: DomainError | null): GraphQLContext {
-  return { app, actor, authError, loaders: createLoaders(app) };
+export const anonymousCaller = (): Caller => ({ actor: null, authError: null, authorization: null });
+
+export function newContext(app: AppContext, caller: Caller): GraphQLContext {
+  return { app, ...caller, loaders: createLoaders(app) };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */
 export function actorOf(context: GraphQLContext): Actor {
   if (!context.actor) throw context.authError ?? notLoggedIn();
   return context.actor;
+}
+
+/** A subscription's next payload is a new answer: its loaders start empty (no user as it was an hour ago). */
+export function startAnswer(context: GraphQLContext): void {
+  context.loaders = createLoaders(context.app);
 }

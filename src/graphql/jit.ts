@@ -2,7 +2,7 @@
 // of 500 attachments resolves in a fraction of graphql-js's time, because the generic walk (argument
 // values and an info object per field) is compiled away.
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { isAbstractType, isObjectType, type DocumentNode, type GraphQLSchema, type Source, type SourceLocation } from 'graphql';
+import { getOperationAST, isAbstractType, isObjectType, type DocumentNode, type GraphQLSchema, type Source, type SourceLocation } from 'graphql';
 import { createGraphQLError, isAsyncIterable, isPromise, type Plugin } from 'graphql-yoga';
 import type { Logger } from '../logging.js';
 
@@ -79,6 +79,14 @@ const locatedErrors: Plugin = {
 
 export function compiledExecution(schema: GraphQLSchema, log: Logger): Plugin[] {
   guardTypeCallbacks(schema, log);
-  const compiled = useGraphQlJit({}, { onError: (result) => log.warn({ errors: result.errors }, 'GraphQL document could not be compiled') }) as Plugin;
+  const compiled = useGraphQlJit(
+    {},
+    {
+      // Subscriptions stay on graphql-js: graphql-jit hands a subscription's subscribe the operation's
+      // variables instead of the field's arguments (an open graphql-jit issue).
+      enableIf: (args) => getOperationAST(args.document, args.operationName)?.operation !== 'subscription',
+      onError: (result) => log.warn({ errors: result.errors }, 'GraphQL document could not be compiled'),
+    },
+  ) as Plugin;
   return [compiled, locatedErrors];
 }

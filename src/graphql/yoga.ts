@@ -2,15 +2,15 @@
 // limits, CSRF prevention, and the per-user rate limit counting every mutation field.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
-import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
+import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
-import { authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
+import { authenticateRequest } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
 import { authPlugin, refusal } from './auth-plugin.js';
-import { newContext, type GraphQLContext } from './context.js';
+import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
 import { schema } from './schema/index.js';
@@ -25,17 +25,17 @@ export const GRAPHIQL_OPTIONS = {
 export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight'];
 
 /** Who is calling, known before the document is parsed (the limits depend on it). */
-interface ServerContext {
-  caller: { actor: Actor | null; authError: DomainError | null };
+export interface ServerContext {
+  caller: Caller;
 }
 
-async function identifyCaller(app: AppContext, request: Request, clientAddress: string): Promise<ServerContext['caller']> {
-  const header = request.headers.get('authorization');
-  if (!header) return { actor: null, authError: null };
+/** The caller of an Authorization header (HTTP's, or a WebSocket's connection_init payload's). */
+export async function identifyCaller(app: AppContext, header: string | null, clientAddress: string): Promise<Caller> {
+  if (!header) return anonymousCaller();
   try {
-    return { actor: await authenticateRequest(app, header, clientAddress), authError: null };
+    return { actor: await authenticateRequest(app, header, clientAddress), authError: null, authorization: header };
   } catch (error) {
-    if (error instanceof DomainError) return { actor: null, authError: error };
+    if (error instanceof DomainError) return { ...anonymousCaller(), authError: error };
     throw error;
   }
 }
@@ -123,20 +123,24 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     plugins: [
       // First: it times and counts every execution, those the plugins below stop early included.
       ...(app.metrics ? graphqlMetrics(app.metrics) : []),
-      // Executes every document compiled (this API has no @defer, @stream or subscriptions, which
-      // Yoga's default executor exists for).
+      // Executes queries and mutations compiled (this API has no @defer or @stream).
       ...compiledExecution(schema, app.log ?? logger),
+      // A subscriber that goes away frees its subscription at once, not at the next keep-alive ping.
+      useExecutionCancellation(),
       csrfPrevention(),
       limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
       authPlugin(),
       mutationFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
-    context: ({ caller }) => newContext(app, caller.actor, caller.authError),
+    context: ({ caller }) => newContext(app, caller),
   });
   return {
+    getEnveloped: yoga.getEnveloped,
     async handle(request: Request, clientAddress: string): Promise<Response> {
-      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: { actor: null, authError: null } });
-      return yoga.fetch(request, { caller: await identifyCaller(app, request, clientAddress) });
+      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller() });
+      return yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });
     },
   };
 }
+
+export type GraphQLHandler = ReturnType<typeof createGraphQLHandler>;

@@ -7,7 +7,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
-import { createGraphQLHandler, GRAPHIQL_OPTIONS } from '../graphql/yoga.js';
+import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
 import { httpMetrics } from '../metrics/http.js';
@@ -72,7 +72,13 @@ const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ?
 
 const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
 
-export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }): Hono {
+export interface HttpApp {
+  http: Hono;
+  /** The GraphQL door, which WebSocket connections reach too (src/graphql/websocket.ts). */
+  graphql: GraphQLHandler;
+}
+
+export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }): HttpApp {
   const http = new Hono();
   const log = app.log ?? processLogger;
   const database = new DatabaseStatus(app.prisma, log);
@@ -151,5 +157,5 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     log.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });
-  return http;
+  return { http, graphql };
 }

@@ -23,8 +23,18 @@ export function crossOriginRules(allowedOrigins: string[], serverUrl: () => stri
     const origin = c.req.header('origin');
     if (!origin) return next();
     if (allowed.has(origin)) return allowListed(c, next);
-    const sameOrigin = origin === new URL(c.req.url).origin || origin === new URL(serverUrl()).origin;
-    if (sameOrigin || SAFE_METHODS.has(c.req.method)) return next();
+    if (isSameOrigin(origin, c.req.url, serverUrl()) || SAFE_METHODS.has(c.req.method)) return next();
     return jsonResponse({ result: 'error', msg: `Cross-origin requests from ${origin} are not allowed`, code: 'BAD_REQUEST' }, 403);
   };
+}
+
+const isSameOrigin = (origin: string, requestUrl: string, serverUrl: string) => origin === new URL(requestUrl).origin || origin === new URL(serverUrl).origin;
+
+/**
+ * Whether a connection that can act for its user (a WebSocket's handshake, which CORS does not
+ * cover) may be opened from `origin`: none (not a browser), the server's own, or an allowed one.
+ */
+export function connectionOriginAllowed(allowedOrigins: string[], serverUrl: () => string) {
+  const allowed = new Set(allowedOrigins);
+  return (origin: string | undefined, requestUrl: string) => origin === undefined || allowed.has(origin) || isSameOrigin(origin, requestUrl, serverUrl());
 }

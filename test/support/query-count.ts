@@ -38,7 +38,7 @@ export async function startCountingApp() {
     notifyOutbox: () => {},
     storage: await openStorage(loadConfig({})),
   };
-  const http = createApp(app);
+  const { http } = createApp(app);
   return {
     prisma,
     /** The response to one request and the number of SQL statements serving it took. */

@@ -79,14 +79,25 @@ interface OwnAttachmentRow {
  * hot path, so it is hand-written.
  */
 export async function listOwnAttachments(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachment>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS, pageSize, (row) => listed(row, { messageIds: row.messageIds }));
+  return ownAttachments(sql, actor, OWN_ATTACHMENTS, pageSize, 0, (row) => listed(row, { messageIds: row.messageIds }));
 }
 
 /** The same list, each file with its messages' send times. */
-export async function listOwnAttachmentsWithMessages(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS_WITH_MESSAGES, pageSize, (row) =>
+export async function listOwnAttachmentsWithMessages(
+  sql: Sql,
+  actor: Actor,
+  pageSize = ATTACHMENT_PAGE_SIZE,
+  afterId = 0,
+): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
+  return ownAttachments(sql, actor, OWN_ATTACHMENTS_WITH_MESSAGES, pageSize, afterId, (row) =>
     listed(row, { messages: row.messageIds.map((id, i) => ({ id, dateSent: row.messageTimes![i]! })) }),
   );
+}
+
+/** One of the caller's own files as the list with messages has it; null when it is not (or no longer) theirs. */
+export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachmentId: number): Promise<OwnAttachmentWithMessages | null> {
+  const { firstPage } = await listOwnAttachmentsWithMessages(sql, actor, 1, attachmentId - 1);
+  return firstPage[0]?.id === attachmentId ? firstPage[0] : null;
 }
 
 async function ownAttachments<A extends ListedAttachment>(
@@ -94,6 +105,7 @@ async function ownAttachments<A extends ListedAttachment>(
   actor: Actor,
   statement: string,
   pageSize: number,
+  afterId: number,
   toAttachment: (row: OwnAttachmentRow) => A,
 ): Promise<OwnAttachments<A>> {
   const readPage = async (afterId: number) => {
@@ -101,7 +113,7 @@ async function ownAttachments<A extends ListedAttachment>(
     if (!rows[0]) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
     return { organization: rows[0], files: rows[0].id === null ? [] : rows.map(toAttachment) };
   };
-  const { organization, files } = await readPage(0);
+  const { organization, files } = await readPage(afterId);
   const list = await pagedList(files, pageSize, async (last) => (await readPage(last.id)).files, () => countOwnAttachments(sql, actor));
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }

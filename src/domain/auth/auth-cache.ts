@@ -58,6 +58,8 @@ export class AuthCache implements NotificationSubscriber {
     this.generation++;
     this.entries.clear();
     this.on = on;
+    // Changes made while nobody listened were not heard: long-lived requests check theirs again.
+    if (on) this.events.emit('invalidated', ALL);
   }
 
   get enabled(): boolean {

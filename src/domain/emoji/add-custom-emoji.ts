@@ -103,7 +103,7 @@ async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, fil
         await tx.auditLogEntry.create({
           data: { organizationId: actor.organizationId, actorId: actor.id, eventType: REALM_EMOJI_ADDED, extraData: { added_emoji: emojiDict(emoji) } },
         });
-        await recordEvent(tx, realmEmojiEvent(actor.organizationId));
+        await recordEvent(tx, realmEmojiEvent(emoji, 'added'));
         return emoji;
       },
       { timeout: 60_000 },

@@ -44,11 +44,21 @@ export function emojiDict(emoji: CustomEmojiRecord) {
   };
 }
 
+export type CustomEmojiChange = 'added' | 'deactivated';
+
+/** What a realm_emoji event stores: the emoji that changed, for GraphQL's customEmojiChanged. */
+export interface RealmEmojiPayload {
+  change: CustomEmojiChange;
+  emoji: CustomEmojiRecord;
+}
+
 /**
- * A realm_emoji event for every user of the organization. Its dict (every custom emoji, deactivated
- * ones included) is read when the event is delivered, not stored: the deactivation stays one statement.
+ * A realm_emoji event for every user of the organization. The REST event's dict (every custom emoji,
+ * deactivated ones included) is read when the event is delivered, not stored: the deactivation
+ * stays one statement.
  */
-export const realmEmojiEvent = (organizationId: number) => insertEventSql({ organizationId, type: 'realm_emoji', payload: null, recipients: 'organization' });
+export const realmEmojiEvent = (emoji: CustomEmojiRecord, change: CustomEmojiChange) =>
+  insertEventSql({ organizationId: emoji.organizationId, type: 'realm_emoji', payload: { change, emoji } satisfies RealmEmojiPayload, recipients: 'organization' });
 
 /** Every custom emoji of the organization as `GET /realm/emoji` and realm_emoji events key them. */
 export async function realmEmojiDicts(prisma: Prisma, organizationId: number) {
@@ -97,11 +107,13 @@ const ACTIVE_EMOJI_NAMED = `
    WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated
    ORDER BY id LIMIT 1`;
 
-// The realm_emoji event (every user of the organization: an empty recipient list) is insertEventSql's
-// row, written by the same statement; its dict is read at delivery (realmEmojiEvent).
+// The realm_emoji event (every user of the organization: an empty recipient list, the payload of
+// realmEmojiEvent) is written by the same statement; its REST dict is read at delivery.
 const DEACTIVATE_WITH_AUDIT = `
-  WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated RETURNING id),
-  event AS (INSERT INTO event ("organizationId", type, "recipientIds") SELECT $2, 'realm_emoji', '{}' FROM updated)
+  WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated
+                   RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
+  event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
+            SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
   INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
   SELECT $2, $3, $4, now() AT TIME ZONE 'UTC', $5::jsonb FROM updated
   RETURNING id`;

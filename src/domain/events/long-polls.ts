@@ -5,6 +5,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from '../auth/authenticate.js';
+import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
 import type { EventReader } from './reader.js';
 import { positionCommittedEvents } from './positions.js';
 import {
@@ -35,17 +36,11 @@ export interface PollAnswer {
   queueId?: string;
 }
 
-/** How a waiting request learns that its credentials may have changed. */
-export interface PollCredentials {
-  /** The hash of the request's API key, as the authentication cache's invalidations name it. */
-  apiKeyHash: string;
-  /** Throws the refusal when the credentials no longer hold. */
-  recheck(): Promise<void>;
+/** The request's credentials, checked again when they may have changed. */
+export interface PollCredentials extends HeldCredentials {
   /** Aborted when the client goes away: its wait ends then. */
   signal?: AbortSignal;
 }
-
-const ALL_KEYS = '*';
 
 class WaitingPoll {
   private done = false;
@@ -53,6 +48,7 @@ class WaitingPoll {
   private checkAgain = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: () => void = () => {};
+  private unwatch: () => void = () => {};
   readonly until = Date.now() + LONGEST_WAIT_SECS * 1000;
 
   constructor(
@@ -66,6 +62,7 @@ class WaitingPoll {
   async begin(reader: EventReader, heartbeatMs: number): Promise<void> {
     // Listening before the first read: an event committed in between is either read or heard of.
     this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId }, () => this.check());
+    this.unwatch = this.polls.credentialWatch.watch(this.credentials, (error) => this.fail(error));
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {
       await reader.ready();
@@ -115,6 +112,7 @@ class WaitingPoll {
     this.done = true;
     clearTimeout(this.heartbeat);
     this.unsubscribe();
+    this.unwatch();
     this.polls.forget(this);
     return true;
   }
@@ -135,12 +133,13 @@ export class EventPolls implements NotificationSubscriber {
   private readonly waiting = new Map<string, WaitingPoll>();
   private closing = false;
   private housekeeping: NodeJS.Timeout | undefined;
+  readonly credentialWatch: CredentialWatch;
 
   constructor(
     readonly app: AppContext,
     private readonly reader: EventReader,
   ) {
-    app.authCache?.events.on('invalidated', (apiKeyHash: string) => this.credentialsChanged(apiKeyHash));
+    this.credentialWatch = new CredentialWatch(app);
   }
 
   /**
@@ -205,14 +204,6 @@ export class EventPolls implements NotificationSubscriber {
   }
 
   listening(): void {}
-
-  /** A changed user (deactivated, key reset) or organization: their waiting requests check their credentials again. */
-  private credentialsChanged(apiKeyHash: string): void {
-    for (const poll of this.waiting.values()) {
-      if (apiKeyHash !== ALL_KEYS && poll.credentials.apiKeyHash !== apiKeyHash) continue;
-      poll.credentials.recheck().catch((error) => poll.fail(error));
-    }
-  }
 
   private heartbeatMs(): number {
     const seconds = this.app.config.eventHeartbeatSeconds ?? 45 + Math.random() * 10;

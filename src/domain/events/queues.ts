@@ -217,9 +217,15 @@ export async function deleteQueue(app: AppContext, actor: Actor, queueId: string
  */
 export async function removeExpired(sql: Sql): Promise<void> {
   await sql.rows('DELETE FROM event_queue WHERE "expiresAt" < now()', []);
+  // Positioned first, so that the horizon knows how far what goes reached.
+  await positionCommittedEvents(sql);
   await sql.rows(
-    `DELETE FROM event WHERE "createdAt" < now() - make_interval(secs =>
-       greatest($1, coalesce((SELECT max("lifespanSecs") FROM event_queue), 0)) + ${LONGEST_WAIT_SECS})`,
+    `WITH removed AS (
+       DELETE FROM event WHERE "createdAt" < now() - make_interval(secs =>
+         greatest($1, coalesce((SELECT max("lifespanSecs") FROM event_queue), 0)) + ${LONGEST_WAIT_SECS})
+       RETURNING position)
+     UPDATE event_log_horizon SET "prunedThrough" = greatest("prunedThrough", (SELECT max(position) FROM removed))
+      WHERE id = 1 AND (SELECT max(position) FROM removed) IS NOT NULL`,
     [DEFAULT_QUEUE_LIFESPAN_SECS],
   );
 }

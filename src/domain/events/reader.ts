@@ -19,12 +19,26 @@ export interface LoggedEvent {
   type: string;
   /** Empty: every user of the organization. */
   recipientIds: number[];
+  /** The event's fields besides type and id (log.ts), read once for every subscriber. */
+  payload: Record<string, unknown> | null;
 }
 
 export interface EventInterest {
   organizationId: number;
   userId: number;
 }
+
+export interface LoggedEventRow {
+  position: string;
+  organizationId: number;
+  type: string;
+  recipientIds: number[];
+  payload: Record<string, unknown> | null;
+}
+
+export const LOGGED_EVENT_COLUMNS = 'position::text, "organizationId", type, "recipientIds", payload';
+
+export const loggedEvent = ({ position, ...row }: LoggedEventRow): LoggedEvent => ({ id: Number(position), ...row });
 
 export type EventListener = (event: LoggedEvent) => void;
 
@@ -97,12 +111,11 @@ export class EventReader {
     }
     if (this.lastSeen === undefined) return;
     await positionEventsUnlessBusy(this.sql);
-    const rows = await this.sql.rows<{ position: string; organizationId: number; type: string; recipientIds: number[] }>(
-      `SELECT position::text, "organizationId", type, "recipientIds" FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`,
-      [this.lastSeen],
-    );
+    const rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`, [
+      this.lastSeen,
+    ]);
     for (const row of rows) {
-      const event = { id: Number(row.position), organizationId: row.organizationId, type: row.type, recipientIds: row.recipientIds };
+      const event = loggedEvent(row);
       this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);
       this.dispatch(event);
     }

@@ -1,6 +1,6 @@
 // Expected failures of mutations come back as data: the domain error rendered as the contract's
 // error types, with the same message and code as the REST body.
-import { DomainError, type ErrorCode as DomainErrorCode } from '../../domain/errors.js';
+import { DomainError, type ErrorCode as DomainErrorCode, type RestOnlyErrorCode, type SubscriptionErrorCode } from '../../domain/errors.js';
 import { createGraphQLError } from 'graphql-yoga';
 import { builder } from '../builder.js';
 
@@ -76,10 +76,13 @@ export const InvitationFailedError = builder.objectRef<ErrorShape>('InvitationFa
   }),
 });
 
+const NOT_RESULT_CODES: readonly string[] = ['BAD_EVENT_QUEUE_ID', 'EVENTS_PRUNED', 'TOO_FAR_BEHIND'] satisfies (RestOnlyErrorCode | SubscriptionErrorCode)[];
+const isResultCode = (code: DomainError['code']): code is DomainErrorCode => !NOT_RESULT_CODES.includes(code);
+
 /** The contract's error object for a domain error. */
 export function toErrorShape(error: DomainError): ErrorShape {
-  // The REST-only codes (the events API's) never reach GraphQL.
-  const base = { message: error.message, code: error.code === 'BAD_EVENT_QUEUE_ID' ? 'BAD_REQUEST' : error.code };
+  // The REST-only codes (the events API's) and the subscriptions' (request errors) are no result's.
+  const base = { message: error.message, code: isResultCode(error.code) ? error.code : 'BAD_REQUEST' };
   if (error.code === 'INVITATION_FAILED') {
     const data = error.data as {
       errors: [string, string, boolean][];
@@ -118,7 +121,10 @@ export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof DomainError) throw createGraphQLError(error.message, { extensions: { code: error.code } });
+    if (error instanceof DomainError) throw requestError(error);
     throw error;
   }
 }
+
+/** A domain error as a GraphQL error (not a result): its message, and its code in extensions. */
+export const requestError = (error: DomainError) => createGraphQLError(error.message, { extensions: { code: error.code } });

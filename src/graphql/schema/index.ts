@@ -10,5 +10,6 @@ import './uploads.js';
 import './invitation.js';
 import './invitation-management.js';
 import './direct-message.js';
+import './live-updates.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -2,7 +2,7 @@
 import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
-import { actorOf } from '../context.js';
+import { actorOf, type GraphQLContext } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
 
@@ -24,13 +24,16 @@ builder.queryField('invitations', (t) =>
     description:
       "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
     args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
-    resolve: (_root, args, context) =>
-      domainQuery(async () => {
-        const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive: args.includeInactive ?? false });
-        return wholeListWithinBudget(context.app, list, ANSWER_BYTES_PER_INVITATION);
-      }),
+    resolve: (_root, args, context) => invitationsOf(context, args.includeInactive ?? false),
   }),
 );
+
+/** Query.invitations' list (also what invitationsChanged delivers). */
+export const invitationsOf = (context: GraphQLContext, includeInactive: boolean) =>
+  domainQuery(async () => {
+    const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive });
+    return wholeListWithinBudget(context.app, list, ANSWER_BYTES_PER_INVITATION);
+  });
 
 builder.mutationFields((t) => ({
   revokeInvitation: t.field({

@@ -2,10 +2,9 @@
 // parameters and answers over the event queues of src/domain/events.
 import type { JsonCheck } from '../params.js';
 import { json, jsonBool, jsonInt, jsonList, jsonNullable, optional, parseParams, required, text } from '../params.js';
-import { authenticate, parseBasicAuthorization } from '../../domain/auth/authenticate.js';
+import { heldCredentials } from '../../domain/auth/held-credentials.js';
 import { DomainError } from '../../domain/errors.js';
 import { queueLifespan, registerQueue } from '../../domain/events/queues.js';
-import { hashApiKey } from '../../domain/users/api-keys.js';
 import { successResponse } from '../envelope.js';
 import type { RestHandler, RestRequest } from '../request.js';
 import { ZULIP_FEATURE_LEVEL, ZULIP_VERSION } from './server-settings.js';
@@ -72,12 +71,7 @@ function eventPolls(app: RestRequest['app']) {
 
 /** The waiting request re-reads its credentials when the authentication cache says they changed. */
 function credentialsOf({ request, app }: RestRequest) {
-  const header = request.headers.get('authorization') ?? '';
-  return {
-    apiKeyHash: hashApiKey(parseBasicAuthorization(header).apiKey),
-    recheck: async () => void (await authenticate(app.prisma, header)),
-    signal: request.signal,
-  };
+  return { ...heldCredentials(app, request.headers.get('authorization') ?? ''), signal: request.signal };
 }
 
 export const getEvents: RestHandler = async (rest) => {

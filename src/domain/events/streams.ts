@@ -1,0 +1,211 @@
+// The event log's subscriptions (GraphQL's invitationsChanged, customEmojiChanged and
+// attachmentsChanged): a stream per subscription, fed by the process's one EventReader, with the
+// recipients of the REST events. Given a cursor, a stream first reads from the log what its
+// subscriber missed, a page at a time as the subscriber takes it, then goes on with new events. A
+// stream ends when its credentials are refused, at shutdown, or when its subscriber falls too far
+// behind; a subscriber that goes away frees it at once.
+import type { AppContext } from '../../app-context.js';
+import type { Actor } from '../auth/authenticate.js';
+import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
+import { DomainError, badRequest } from '../errors.js';
+import type { EventType } from './log.js';
+import { positionCommittedEvents } from './positions.js';
+import { LOGGED_EVENT_COLUMNS, loggedEvent, type EventReader, type LoggedEvent, type LoggedEventRow } from './reader.js';
+
+/** New events a stream holds for a subscriber that does not take them; one more ends it. */
+export const MAX_HELD_EVENTS = 1_000;
+const REPLAY_PAGE = 200;
+const CURSOR_PREFIX = 'event:';
+
+/** What a stream yields: an event, or (last) the error that ended it. */
+export type StreamItem = { event: LoggedEvent } | { ended: DomainError };
+
+export interface StreamRequest {
+  types: readonly EventType[];
+  /** A cursor of an earlier event: what came after it is delivered first. */
+  after: string | null;
+}
+
+/** The cursor of an event: opaque to clients (it only names a place in the log). */
+export const eventCursor = (event: LoggedEvent) => Buffer.from(`${CURSOR_PREFIX}${event.id}`).toString('base64url');
+
+const invalidCursor = () => badRequest('Invalid cursor: pass the cursor of an earlier event of this subscription.');
+
+function cursorPosition(cursor: string): number {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const position = Number(text.slice(CURSOR_PREFIX.length));
+  if (!text.startsWith(CURSOR_PREFIX) || !/^\d{1,15}$/.test(text.slice(CURSOR_PREFIX.length)) || eventCursor({ id: position } as LoggedEvent) !== cursor) {
+    throw invalidCursor();
+  }
+  return position;
+}
+
+export const eventsPruned = () =>
+  new DomainError('Events after this cursor have been removed from the log: load the data again, then subscribe without `after`.', {
+    code: 'EVENTS_PRUNED',
+  });
+
+const tooFarBehind = () =>
+  new DomainError(`The subscriber fell more than ${MAX_HELD_EVENTS} events behind: subscribe again with \`after\` set to the last cursor received.`, {
+    code: 'TOO_FAR_BEHIND',
+  });
+
+/** The subscriber's events of these types after `position`, oldest first. */
+const FOLLOWED_EVENTS = `
+  SELECT ${LOGGED_EVENT_COLUMNS} FROM event
+   WHERE "organizationId" = $1 AND position > $2 AND ("recipientIds" = '{}' OR $3 = ANY("recipientIds")) AND type = ANY($4::text[])
+   ORDER BY position LIMIT ${REPLAY_PAGE}`;
+
+class EventStream implements AsyncIterableIterator<StreamItem> {
+  private readonly held: LoggedEvent[] = [];
+  private replayed: LoggedEvent[] = [];
+  private waiting: ((result: IteratorResult<StreamItem>) => void) | undefined;
+  /** Undefined while open; null: ended quietly; an error: ended by it (delivered last). */
+  private ending: DomainError | null | undefined;
+  private done = false;
+  private readonly stops: (() => void)[] = [];
+
+  constructor(
+    private readonly app: AppContext,
+    private readonly actor: Actor,
+    private readonly types: readonly string[],
+    /** Delivered (or, while replaying, read) up to here; null: no replay, only new events. */
+    private delivered: number | null,
+    private replaying: boolean,
+  ) {}
+
+  onEnd(stop: () => void): void {
+    this.stops.push(stop);
+  }
+
+  /** A new event of the log for this user: held until the subscriber takes it. */
+  offer(event: LoggedEvent): void {
+    if (this.ending !== undefined || !this.types.includes(event.type)) return;
+    if (this.held.length >= MAX_HELD_EVENTS) return this.end(tooFarBehind());
+    this.held.push(event);
+    this.wake();
+  }
+
+  /** Ends the stream at once, with the error delivered next, if any (the subscriber resumes from its last cursor). */
+  end(error: DomainError | null = null): void {
+    if (this.ending !== undefined) return;
+    this.ending = error;
+    this.held.length = 0;
+    this.replayed = [];
+    this.replaying = false;
+    this.wake();
+  }
+
+  async next(): Promise<IteratorResult<StreamItem>> {
+    if (this.done) return { value: undefined, done: true };
+    if (this.replaying) await this.replayPage();
+    const event = this.replayed.shift() ?? this.nextHeld();
+    if (event) return { value: { event }, done: false };
+    if (this.ending !== undefined) {
+      const error = this.ending;
+      this.finish();
+      return error ? { value: { ended: error }, done: false } : { value: undefined, done: true };
+    }
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  async return(): Promise<IteratorResult<StreamItem>> {
+    this.finish();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  /** Events already delivered by the replay are skipped. */
+  private nextHeld(): LoggedEvent | undefined {
+    let event = this.held.shift();
+    while (event && this.delivered !== null && event.id <= this.delivered) event = this.held.shift();
+    if (event) this.delivered = event.id;
+    return event;
+  }
+
+  private async replayPage(): Promise<void> {
+    if (this.replayed.length > 0) return;
+    const rows = await this.app.sql.rows<LoggedEventRow>(FOLLOWED_EVENTS, [this.actor.organizationId, this.delivered, this.actor.id, this.types]);
+    this.replayed = rows.map(loggedEvent);
+    if (this.replayed.length > 0) this.delivered = this.replayed[this.replayed.length - 1]!.id;
+    if (rows.length < REPLAY_PAGE) this.replaying = false;
+  }
+
+  private wake(): void {
+    const waiting = this.waiting;
+    if (!waiting) return;
+    this.waiting = undefined;
+    void this.next().then(waiting);
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.held.length = 0;
+    this.replayed = [];
+    for (const stop of this.stops) stop();
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = undefined;
+  }
+}
+
+export class EventStreams {
+  private readonly open = new Set<EventStream>();
+  private closing = false;
+
+  private readonly credentialWatch: CredentialWatch;
+
+  constructor(
+    private readonly app: AppContext,
+    private readonly reader: EventReader,
+  ) {
+    this.credentialWatch = new CredentialWatch(app);
+  }
+
+  /**
+   * A stream of the actor's events of these types. Refused at once for an invalid cursor, or one
+   * whose following events were pruned (EVENTS_PRUNED).
+   */
+  async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
+    const after = request.after === null ? null : cursorPosition(request.after);
+    const stream = new EventStream(this.app, actor, request.types, after, after !== null);
+    // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
+    stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id }, (event) => stream.offer(event)));
+    stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
+    try {
+      await this.reader.ready();
+      if (after !== null) await this.checkResumable(after);
+    } catch (error) {
+      await stream.return();
+      throw error;
+    }
+    this.open.add(stream);
+    stream.onEnd(() => this.open.delete(stream));
+    if (this.closing) stream.end();
+    return stream;
+  }
+
+  /** SIGTERM: every stream ends at once (clients reconnect to another process, with their cursor). */
+  close(): void {
+    this.closing = true;
+    for (const stream of this.open) stream.end();
+  }
+
+  /** Streams open and following the log. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  private async checkResumable(after: number): Promise<void> {
+    await positionCommittedEvents(this.app.sql);
+    const [log] = await this.app.sql.rows<{ prunedThrough: string; last: string | null }>(
+      'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS last FROM event_log_horizon',
+      [],
+    );
+    if (after > Number(log?.last ?? 0) && after > Number(log?.prunedThrough ?? 0)) throw invalidCursor();
+    if (after < Number(log?.prunedThrough ?? 0)) throw eventsPruned();
+  }
+}

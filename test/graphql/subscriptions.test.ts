@@ -1,0 +1,272 @@
+// GraphQL subscriptions over Server-Sent Events (graphql-sse's client) and WebSocket (graphql-ws's
+// client): the REST events' recipients and triggers, resuming with `after`, EVENTS_PRUNED, access
+// ending with a key reset or a deactivation, credentials, origins, limits, and a closed connection
+// or a shutdown ending the stream at once.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { parse } from 'graphql';
+import WebSocket from 'ws';
+import { graphql } from '../generated/gql.js';
+import { removeExpired } from '../../src/domain/events/queues.js';
+import { callApi } from '../support/rest.js';
+import { postInvites } from '../support/invites.js';
+import { postFiles } from '../support/uploads.js';
+import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
+import { createWorld, type World, type WorldUserName } from '../support/world.js';
+
+const ALLOWED_ORIGIN = 'https://app.example';
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer({ allowedOrigins: [ALLOWED_ORIGIN] });
+});
+afterAll(() => server.close());
+
+const newWorld = () => createWorld(server.app.prisma);
+
+const EmojiChanges = graphql(`
+  subscription EmojiChanges($after: String) {
+    customEmojiChanged(after: $after) {
+      cursor
+      change
+      emoji {
+        name
+        deactivated
+        author {
+          email
+        }
+      }
+    }
+  }
+`);
+
+const InvitationChanges = graphql(`
+  subscription InvitationChanges {
+    invitationsChanged {
+      cursor
+      invitations {
+        email
+      }
+    }
+  }
+`);
+
+const AttachmentChanges = graphql(`
+  subscription AttachmentChanges {
+    attachmentsChanged {
+      change
+      attachmentId
+      attachment {
+        name
+        size
+        messageIds
+      }
+      uploadSpaceUsed
+    }
+  }
+`);
+
+const open: OpenSubscription<unknown>[] = [];
+
+/** A subscription that is following the log (so that what happens next reaches it). */
+async function follow<T, V>(transport: Transport, world: World, who: WorldUserName, document: Parameters<typeof subscribe<T, V>>[3], variables: V) {
+  const before = server.app.eventStreams!.size;
+  const subscription = subscribe(transport, server.url, world.users[who].auth, document, variables);
+  open.push(subscription as OpenSubscription<unknown>);
+  const first = subscription.next(300);
+  await eventually(() => server.app.eventStreams!.size > before);
+  expect(await first).toBe('silent');
+  return subscription;
+}
+
+const deactivateEmoji = (world: World, who: WorldUserName, name: string) =>
+  callApi(server.url, 'DELETE', `/realm/emoji/${name}`, { authorization: world.users[who].auth });
+
+afterAll(async () => {
+  await Promise.all(open.map((s) => s.close()));
+});
+
+describe.each(TRANSPORTS)('over %s', (transport) => {
+  test('customEmojiChanged reaches every user of the organization, and nobody of another', async () => {
+    const world = await newWorld();
+    const other = await newWorld();
+    const guest = await follow(transport, world, 'guest', EmojiChanges, {});
+    const bot = await follow(transport, world, 'bot', EmojiChanges, {});
+    const outsider = await follow(transport, other, 'member', EmojiChanges, {});
+    // A refused deactivation (the member did not add this one) sends nothing: the first event is the next one.
+    expect((await deactivateEmoji(world, 'member', 'lighthouse')).status).toBe(400);
+    expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+    const expected = { change: 'DEACTIVATED', emoji: { name: 'lighthouse', deactivated: true, author: { email: expect.any(String) } } };
+    for (const subscription of [guest, bot]) {
+      expect(await subscription.next()).toEqual({ data: { customEmojiChanged: { cursor: expect.any(String), ...expected } } });
+    }
+    // The outsider's own organization's next change is the first thing it receives.
+    expect((await deactivateEmoji(other, 'owner', 'green_tick')).status).toBe(200);
+    expect(await outsider.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'green_tick' } } } });
+    expect(await guest.next(300)).toBe('silent');
+  });
+
+  test('invitationsChanged: administrators and the inviter, with the list as it stands; not other members', async () => {
+    const world = await newWorld();
+    const admin = await follow(transport, world, 'admin', InvitationChanges, {});
+    const member = await follow(transport, world, 'member', InvitationChanges, {});
+    const sent = await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'new.person@lighthouse.example', stream_ids: '[]' });
+    expect(sent.status).toBe(200);
+    const received = await admin.next();
+    expect(received).toMatchObject({ data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'new.person@lighthouse.example' }]) } } });
+    expect(await member.next(500)).toBe('silent');
+  });
+
+  test('attachmentsChanged: the owner only, ADDED with the file, REMOVED with none', async () => {
+    const world = await newWorld();
+    const owner = await follow(transport, world, 'member', AttachmentChanges, {});
+    const someoneElse = await follow(transport, world, 'admin', AttachmentChanges, {});
+    const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'notes.txt', content: 'hello subscriptions' }]);
+    expect(uploaded.status).toBe(200);
+    const added = await owner.next();
+    expect(added).toEqual({
+      data: {
+        attachmentsChanged: {
+          change: 'ADDED',
+          attachmentId: expect.any(Number),
+          attachment: { name: 'notes.txt', size: 19, messageIds: [] },
+          uploadSpaceUsed: expect.any(Number),
+        },
+      },
+    });
+    const id = (added as { data: { attachmentsChanged: { attachmentId: number } } }).data.attachmentsChanged.attachmentId;
+    expect((await callApi(server.url, 'DELETE', `/attachments/${id}`, { authorization: world.users.member.auth })).status).toBe(200);
+    expect(await owner.next()).toEqual({ data: { attachmentsChanged: { change: 'REMOVED', attachmentId: id, attachment: null, uploadSpaceUsed: expect.any(Number) } } });
+    expect(await someoneElse.next(300)).toBe('silent');
+  });
+
+  test('after: what was missed first, then new events; an invalid or pruned cursor is refused', async () => {
+    const world = await newWorld();
+    const first = await follow(transport, world, 'member', EmojiChanges, {});
+    await deactivateEmoji(world, 'owner', 'lighthouse');
+    const received = (await first.next()) as { data: { customEmojiChanged: { cursor: string } } };
+    await first.close();
+    await deactivateEmoji(world, 'owner', 'green_tick');
+    const resumed = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
+    open.push(resumed as OpenSubscription<unknown>);
+    expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
+    expect(await resumed.next(300)).toBe('silent');
+
+    for (const cursor of ['nonsense', Buffer.from('event:999999999999').toString('base64url')]) {
+      const refused = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: cursor });
+      expect(await refused.next()).toMatchObject({ errors: [{ message: 'Invalid cursor: pass the cursor of an earlier event of this subscription.', extensions: { code: 'BAD_REQUEST' } }] });
+      await refused.close();
+    }
+
+    await runOnTestDatabase(`UPDATE event SET "createdAt" = now() - interval '1 day' WHERE "organizationId" = $1`, [world.org.id]);
+    await removeExpired(server.app.sql);
+    const pruned = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
+    expect(await pruned.next()).toMatchObject({ errors: [{ extensions: { code: 'EVENTS_PRUNED' } }] });
+    await pruned.close();
+  });
+
+  test('a key reset ends the subscription within a second; a deactivation too', async () => {
+    const world = await newWorld();
+    const admin = await follow(transport, world, 'admin', EmojiChanges, {});
+    const moderator = await follow(transport, world, 'moderator', EmojiChanges, {});
+    const started = Date.now();
+    await runOnTestDatabase(`UPDATE user_account SET "apiKeyHash" = md5(random()::text) WHERE id = $1`, [world.users.admin.id]);
+    expect(await admin.next(1_000)).toMatchObject({ errors: [{ message: 'Invalid API key', extensions: { code: 'UNAUTHORIZED' } }] });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await admin.next(1_000)).toBe('ended');
+    await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.moderator.id]);
+    expect(await moderator.next(1_000)).toMatchObject({ errors: [{ message: 'Account is deactivated', extensions: { code: 'UNAUTHORIZED' } }] });
+  });
+
+  test('a closed connection frees its stream at once', async () => {
+    const world = await newWorld();
+    const before = server.app.eventStreams!.size;
+    const subscription = await follow(transport, world, 'member', EmojiChanges, {});
+    expect(server.app.eventStreams!.size).toBe(before + 1);
+    await subscription.close();
+    await eventually(() => server.app.eventStreams!.size === before, 1_000);
+  });
+
+  test('documents are validated and limited as queries are', async () => {
+    const world = await newWorld();
+    const aliases = Array.from({ length: 31 }, (_, i) => `c${i}: cursor`).join(' ');
+    for (const [query, message] of [
+      ['subscription TwoFields { a: customEmojiChanged { cursor } b: customEmojiChanged { cursor } }', 'Subscription "TwoFields" must select only one top level field.'],
+      [`subscription ManyAliases { customEmojiChanged { ${aliases} } }`, 'Syntax Error: Aliases limit of 30 exceeded, found 31.'],
+    ]) {
+      const refused = subscribe(transport, server.url, world.users.member.auth, parse(query!) as never, {});
+      const answer = await refused.next();
+      await refused.close();
+      expect(answer).toMatchObject({ errors: [{ message }] });
+    }
+  });
+});
+
+describe('credentials and origins', () => {
+  test('SSE without credentials: UNAUTHORIZED; with a wrong key: the same', async () => {
+    const world = await newWorld();
+    for (const authorization of [undefined, world.users.member.auth.slice(0, -4) + 'AAAA']) {
+      const refused = subscribe('sse', server.url, authorization, EmojiChanges, {});
+      const answer = await refused.next();
+      await refused.close();
+      if (answer === 'ended') expect(String(refused.failure())).toMatch(/401/);
+      else expect(answer).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+    }
+  });
+
+  test('SSE without a CSRF header is refused', async () => {
+    const world = await newWorld();
+    const response = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      // A content type a form could send: without the header, no preflight would have vetted the origin.
+      headers: { authorization: world.users.member.auth, 'content-type': 'text/plain', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: 'subscription { customEmojiChanged { cursor } }' }),
+    });
+    expect(response.status).toBe(403);
+  });
+
+  test('WebSocket without credentials or with a wrong key: closed with 4403 before any operation', async () => {
+    const world = await newWorld();
+    for (const connectionParams of [{}, { Authorization: world.users.member.auth.slice(0, -4) + 'AAAA' }]) {
+      const refused = subscribe('ws', server.url, undefined, EmojiChanges, {}, { connectionParams });
+      expect(await refused.next()).toBe('ended');
+      expect((refused.failure() as { code: number }).code).toBe(4403);
+      await refused.close();
+    }
+  });
+
+  test("a WebSocket handshake from another origin is refused; the server's own and allowed ones are not", async () => {
+    const world = await newWorld();
+    const handshake = (origin: string) =>
+      new Promise<number>((resolve) => {
+        const socket = new WebSocket(`${server.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', { headers: { origin } });
+        socket.on('open', () => {
+          socket.close();
+          resolve(101);
+        });
+        socket.on('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+        socket.on('error', () => {});
+      });
+    expect(await handshake('https://evil.example')).toBe(403);
+    expect(await handshake(ALLOWED_ORIGIN)).toBe(101);
+    expect(await handshake(new URL(server.url).origin)).toBe(101);
+    const allowed = subscribe('ws', server.url, world.users.member.auth, EmojiChanges, {}, { headers: { origin: ALLOWED_ORIGIN } });
+    expect(await allowed.next(300)).toBe('silent');
+    await allowed.close();
+  });
+});
+
+test('shutdown ends every stream at once, on both transports', async () => {
+  const own = await startTestServer();
+  try {
+    const world = await createWorld(own.app.prisma);
+    const streams = TRANSPORTS.map((transport) => subscribe(transport, own.url, world.users.member.auth, EmojiChanges, {}));
+    await eventually(() => own.app.eventStreams!.size === 2);
+    const closing = own.close();
+    const outcomes = await Promise.all(streams.map((s) => s.next(2_000)));
+    expect(outcomes).toEqual(['ended', 'ended']);
+    await closing;
+    await Promise.all(streams.map((s) => s.close()));
+  } finally {
+    await own.close().catch(() => {});
+  }
+});
