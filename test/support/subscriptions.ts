@@ -57,13 +57,14 @@ export function subscribe<T, V>(
           on: { closed: (event) => void (failure ??= event) },
         });
   const iterator = client.iterate<T>(request)[Symbol.asyncIterator]();
-  let pending: Promise<IteratorResult<ExecutionResult<T, { code?: string }>>> | undefined;
+  type Step = IteratorResult<ExecutionResult<T, { code?: string }>>;
+  let pending: Promise<Step> | undefined;
   return {
     async next(ms = 5_000) {
-      pending ??= iterator.next() as typeof pending;
+      pending ??= iterator.next() as Promise<Step>;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), ms)));
-      const outcome = await Promise.race([pending!.then((result) => ({ result }), (error: unknown) => ({ error })), timeout]);
+      const outcome = await Promise.race([pending.then((result) => ({ result }), (error: unknown) => ({ error })), timeout]);
       clearTimeout(timer);
       if (outcome === 'silent') return 'silent';
       pending = undefined;
