@@ -44,6 +44,18 @@ export function statementRows<Row>(sql: Sql, statement: { text: string; values: 
   return sql.rows<Row>(statement.text, statement.values.map((value) => (value instanceof Date ? value.toISOString() : value)));
 }
 
+/** A statement's values, each added where its placeholder ($1, $2, ...) is written. */
+export class Parameters {
+  constructor(readonly values: unknown[] = []) {}
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+  copy(): Parameters {
+    return new Parameters([...this.values]);
+  }
+}
+
 function rowsOver(db: Queryable) {
   return async <Row>(text: string, values: readonly unknown[]) => (await db.query(text, values as unknown[])).rows as Row[];
 }

@@ -1,13 +1,14 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
 import type { AppContext } from '../../app-context.js';
-import type { Sql } from '../../db/sql.js';
+import { Parameters, type Sql } from '../../db/sql.js';
 import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
+import { idColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
 import { insertEventSql, recordEvent } from '../events/log.js';
 
 export interface AttachmentRecord {
@@ -79,42 +80,50 @@ interface OwnAttachmentRow {
  * hot path, so it is hand-written.
  */
 export async function listOwnAttachments(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachment>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS, pageSize, 0, (row) => listed(row, { messageIds: row.messageIds }));
+  return ownAttachments(ownFiles(sql, actor, false, withMessageIds), pageSize);
 }
 
 /** The same list, each file with its messages' send times. */
-export async function listOwnAttachmentsWithMessages(
-  sql: Sql,
-  actor: Actor,
-  pageSize = ATTACHMENT_PAGE_SIZE,
-  afterId = 0,
-): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
-  return ownAttachments(sql, actor, OWN_ATTACHMENTS_WITH_MESSAGES, pageSize, afterId, (row) =>
-    listed(row, { messages: row.messageIds.map((id, i) => ({ id, dateSent: row.messageTimes![i]! })) }),
-  );
+export async function listOwnAttachmentsWithMessages(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
+  return ownAttachments(ownFiles(sql, actor, true, withMessages), pageSize);
+}
+
+/** The files of listOwnAttachmentsWithMessages read from any key on, for cursor connections (src/domain/connections.ts). */
+export function ownAttachmentsWithMessagesList(sql: Sql, actor: Actor): KeysetList<OwnAttachmentWithMessages> {
+  return ownFiles(sql, actor, true, withMessages).list;
 }
 
 /** One of the caller's own files as the list with messages has it; null when it is not (or no longer) theirs. */
 export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachmentId: number): Promise<OwnAttachmentWithMessages | null> {
-  const { firstPage } = await listOwnAttachmentsWithMessages(sql, actor, 1, attachmentId - 1);
-  return firstPage[0]?.id === attachmentId ? firstPage[0] : null;
+  const [file] = await ownAttachmentsWithMessagesList(sql, actor).read({ after: { key: [attachmentId], inclusive: true }, backward: false, limit: 1 });
+  return file?.id === attachmentId ? file : null;
 }
 
-async function ownAttachments<A extends ListedAttachment>(
-  sql: Sql,
-  actor: Actor,
-  statement: string,
-  pageSize: number,
-  afterId: number,
-  toAttachment: (row: OwnAttachmentRow) => A,
-): Promise<OwnAttachments<A>> {
-  const readPage = async (afterId: number) => {
-    const rows = await sql.rows<OwnAttachmentRow>(statement, [actor.id, actor.organizationId, afterId, pageSize]);
+/** The caller's files by ascending id. */
+const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()], descending: false };
+
+/** The caller's files read by keyset; each statement also gives the organization's columns. */
+function ownFiles<A extends ListedAttachment>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
+  const read = async (seek: Seek) => {
+    const parameters = new Parameters([actor.id, actor.organizationId]);
+    const statement = ownAttachmentsStatement(withMessages, seekSql(OWN_FILES_ORDER, seek, parameters));
+    const rows = await sql.rows<OwnAttachmentRow>(statement, parameters.values);
     if (!rows[0]) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
     return { organization: rows[0], files: rows[0].id === null ? [] : rows.map(toAttachment) };
   };
-  const { organization, files } = await readPage(afterId);
-  const list = await pagedList(files, pageSize, async (last) => (await readPage(last.id)).files, () => countOwnAttachments(sql, actor));
+  const list: KeysetList<A> = {
+    order: OWN_FILES_ORDER,
+    keyOf: (file) => [file.id],
+    read: async (seek) => (await read(seek)).files,
+    count: () => countOwnAttachments(sql, actor),
+  };
+  return { read, list };
+}
+
+async function ownAttachments<A extends ListedAttachment>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
+  const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
+  const readAfter = (last: A) => files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
+  const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }
 
@@ -125,6 +134,10 @@ async function countOwnAttachments(sql: Sql, actor: Actor): Promise<number> {
   );
   return row!.count;
 }
+
+const withMessageIds = (row: OwnAttachmentRow) => listed(row, { messageIds: row.messageIds });
+const withMessages = (row: OwnAttachmentRow) =>
+  listed(row, { messages: row.messageIds.map((id, i) => ({ id, dateSent: row.messageTimes![i]! })) });
 
 const listed = <Extra extends object>(row: OwnAttachmentRow, extra: Extra): ListedAttachment & Extra => ({
   id: row.id!,
@@ -138,9 +151,9 @@ const listed = <Extra extends object>(row: OwnAttachmentRow, extra: Extra): List
 // Rows with arrays, not JSON: building JSON made PostgreSQL's share of the request three times the
 // rows' (about 9 ms against 2-4 ms for 500 files), and the database shares the machine's cores with
 // the server. date_part (a float) rather than extract (a numeric) for the same reason; times are
-// whole milliseconds, so rounding makes them exact. A page is the next files by id after $3 ($4 of
-// them), chosen before the messages are joined.
-const ownAttachmentsStatement = (withMessages: boolean) => `
+// whole milliseconds, so rounding makes them exact. A page ($1: the owner, $2: the organization, then
+// the seek's values) is chosen by id before the messages are joined.
+const ownAttachmentsStatement = (withMessages: boolean, seek: ReturnType<typeof seekSql>) => `
   SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb", own.*
     FROM organization o
     LEFT JOIN LATERAL (
@@ -152,16 +165,14 @@ const ownAttachmentsStatement = (withMessages: boolean) => `
                  : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}') AS "messageIds"`
              }
         FROM (SELECT * FROM attachment
-               WHERE "ownerId" = $1 AND "organizationId" = o.id AND id > $3
-               ORDER BY id LIMIT $4) a
+               WHERE "ownerId" = $1 AND "organizationId" = o.id ${seek.where}
+               ORDER BY ${seek.orderBy()} LIMIT ${seek.limit}) a
         LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
         ${withMessages ? 'LEFT JOIN message m ON m.id = ma."messageId"' : ''}
        GROUP BY a.id, a.name, a."pathId", a.size, a."createTime"
     ) own ON true
    WHERE o.id = $2
-   ORDER BY own.id`;
-const OWN_ATTACHMENTS = ownAttachmentsStatement(false);
-const OWN_ATTACHMENTS_WITH_MESSAGES = ownAttachmentsStatement(true);
+   ORDER BY ${seek.orderBy('own.')}`;
 
 /**
  * JSON.stringify cannot write a bigint. Byte counts are bigints in the database (one file, and an

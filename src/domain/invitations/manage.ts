@@ -2,7 +2,7 @@
 // referrer manages their own; administrators manage everyone's, except that invitations as
 // owner need an owner. Anything else, and other organizations' ids, are "No such invitation".
 import type { AppContext } from '../../app-context.js';
-import type { Sql } from '../../db/sql.js';
+import { Parameters, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
@@ -13,7 +13,8 @@ import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { toInvitationView, type InvitationView } from './status.js';
-import { pagedList, type Paged } from '../paging.js';
+import type { Paged } from '../paging.js';
+import { idColumn, keysetPages, millisecondsColumn, seekSql, type KeysetList, type KeysetOrder } from '../connections.js';
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
 
@@ -32,21 +33,15 @@ export interface ListedInvitation {
   status: 'PENDING' | 'ACCEPTED' | 'REVOKED';
 }
 
-interface ListOptions {
-  includeInactive: boolean;
-  order: 'oldest first' | 'newest first';
-  pageSize?: number;
-}
-
 /** Pending invitations that have not expired, oldest first (REST's GET /invites), page by page. */
 export function listPendingInvitations(sql: Sql, actor: Actor, now = new Date()): Promise<Paged<ListedInvitation>> {
-  return invitationPages(sql, actor, { includeInactive: false, order: 'oldest first' }, now);
+  return keysetPages(invitationList(sql, actor, { includeInactive: false, order: OLDEST_FIRST }, now), INVITATION_PAGE_SIZE);
 }
 
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
 export async function listInvitations(sql: Sql, actor: Actor, options: { includeInactive: boolean }, now = new Date()): Promise<Paged<InvitationView>> {
-  const list = await invitationPages(sql, actor, { ...options, order: 'newest first' }, now);
-  const view = (page: ListedInvitation[]) => page.map((row) => toInvitationView(withDates(row), now));
+  const list = await keysetPages(invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
+  const view = (page: ListedInvitation[]) => page.map((row) => viewOf(row, now));
   return {
     firstPage: view(list.firstPage),
     morePages: list.morePages,
@@ -57,55 +52,52 @@ export async function listInvitations(sql: Sql, actor: Actor, options: { include
   };
 }
 
-const withDates = (row: ListedInvitation) => ({
-  ...row,
-  invitedAt: new Date(row.invitedAtMs),
-  expiresAt: row.expiresAtMs === null ? null : new Date(row.expiresAtMs),
-});
-
-/** A statement's values, each added where its placeholder ($1, $2, ...) is written. */
-class Parameters {
-  constructor(readonly values: unknown[] = []) {}
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-  copy(): Parameters {
-    return new Parameters([...this.values]);
-  }
+/** The invitations of listInvitations read from any key on, for cursor connections (src/domain/connections.ts). */
+export function invitationViewList(sql: Sql, actor: Actor, options: { includeInactive: boolean }, now = new Date()): KeysetList<InvitationView> {
+  const list = invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now);
+  return {
+    order: NEWEST_FIRST,
+    keyOf: (view) => [view.invitedAt.getTime(), view.id],
+    read: async (seek) => (await list.read(seek)).map((row) => viewOf(row, now)),
+    count: list.count,
+  };
 }
 
-async function invitationPages(sql: Sql, actor: Actor, options: ListOptions, now: Date): Promise<Paged<ListedInvitation>> {
+const viewOf = (row: ListedInvitation, now: Date) =>
+  toInvitationView({ ...row, invitedAt: new Date(row.invitedAtMs), expiresAt: row.expiresAtMs === null ? null : new Date(row.expiresAtMs) }, now);
+
+const NEWEST_FIRST: KeysetOrder = { name: 'invitation', columns: [millisecondsColumn('"invitedAt"'), idColumn()], descending: true };
+const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColumn()], descending: false };
+
+/** The invitations the actor may list, in one of the two orders, read by keyset. */
+function invitationList(sql: Sql, actor: Actor, options: { includeInactive: boolean; order: KeysetOrder }, now: Date): KeysetList<ListedInvitation> {
   assertMayUseInvitations(actor);
-  const pageSize = options.pageSize ?? INVITATION_PAGE_SIZE;
-  const newestFirst = options.order === 'newest first';
   const filter = new Parameters();
   // Administrators see the organization's invitations; others their own.
   const where = `"organizationId" = ${filter.add(actor.organizationId)}
     ${isAdministrator(actor.role) ? '' : `AND "referrerId" = ${filter.add(actor.id)}`}
     ${options.includeInactive ? '' : `AND status = 'PENDING' AND ("expiresAt" IS NULL OR "expiresAt" > ${filter.add(now.toISOString())}::timestamp(3))`}`;
-  const readPage = (after: ListedInvitation | null) => {
-    const page = filter.copy();
-    const keyset = !after
-      ? ''
-      : newestFirst
-        ? `AND ("invitedAt", id) < (${page.add(new Date(after.invitedAtMs).toISOString())}::timestamp(3), ${page.add(after.id)})`
-        : `AND id > ${page.add(after.id)}`;
-    return sql.rows<ListedInvitation>(
-      `SELECT id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
-              round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"
-         FROM invitation
-        WHERE ${where} ${keyset}
-        ORDER BY ${newestFirst ? '"invitedAt" DESC, id DESC' : 'id'}
-        LIMIT ${page.add(pageSize)}`,
-      page.values,
-    );
+  return {
+    order: options.order,
+    keyOf: (row) => (options.order === NEWEST_FIRST ? [row.invitedAtMs, row.id] : [row.id]),
+    read: (seek) => {
+      const parameters = filter.copy();
+      const keyset = seekSql(options.order, seek, parameters);
+      return sql.rows<ListedInvitation>(
+        `SELECT id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
+                round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"
+           FROM invitation
+          WHERE ${where} ${keyset.where}
+          ORDER BY ${keyset.orderBy()}
+          LIMIT ${keyset.limit}`,
+        parameters.values,
+      );
+    },
+    count: async () => {
+      const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${where}`, filter.values);
+      return row!.count;
+    },
   };
-  const count = async () => {
-    const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${where}`, filter.values);
-    return row!.count;
-  };
-  return pagedList(await readPage(null), pageSize, readPage, count);
 }
 
 /** The pending invitation the actor may manage; the caller holds the organization's row lock. */

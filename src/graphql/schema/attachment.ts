@@ -1,8 +1,12 @@
-import { attachmentUrl, listOwnAttachmentsWithMessages, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
+import { connectionPage } from '../../domain/connections.js';
+import { attachmentUrl, listOwnAttachmentsWithMessages, ownAttachmentsWithMessagesList, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
+import { connectionType, pageArguments } from './connection.js';
+import { domainQuery } from './errors.js';
+import { Viewer } from './user.js';
 
 /**
  * What one file costs while the answer is built (rows, result tree, JSON): a 60,000-file list raised
@@ -79,5 +83,17 @@ builder.queryField('attachments', (t) =>
       const listing = await listOwnAttachmentsWithMessages(context.app.sql, actorOf(context));
       return { ...listing, attachments: await wholeListWithinBudget(context.app, listing, ANSWER_BYTES_PER_FILE) };
     },
+  }),
+);
+
+const AttachmentConnection = connectionType('Attachment', Attachment, 'Every file of the caller, whatever the page.');
+
+builder.objectField(Viewer, 'attachmentPage', (t) =>
+  t.field({
+    type: AttachmentConnection,
+    description:
+      "The caller's own files, oldest first, a page at a time. Exactly one of `first` and `last`, between 1\nand 100. A cursor stays valid when its file is deleted.",
+    args: pageArguments(t.arg),
+    resolve: (viewer, args, context) => domainQuery(() => connectionPage(ownAttachmentsWithMessagesList(context.app.sql, viewer), args)),
   }),
 );

@@ -1,10 +1,13 @@
 // Invitation lifecycle fields: listing, revoking and resending invitations.
-import { listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
+import { connectionPage } from '../../domain/connections.js';
+import { invitationViewList, listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';
 import { actorOf, type GraphQLContext } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
+import { connectionType, pageArguments } from './connection.js';
+import { Viewer } from './user.js';
 
 const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
   isTypeOf: (value) => 'invitation' in (value as object),
@@ -51,3 +54,16 @@ builder.mutationFields((t) => ({
       asResult(async () => ({ invitation: await resendInvitation(context.app, actorOf(context), args.id) })),
   }),
 }));
+
+const InvitationConnection = connectionType('Invitation', Invitation);
+
+builder.objectField(Viewer, 'invitationPage', (t) =>
+  t.field({
+    type: InvitationConnection,
+    description:
+      "The invitations the caller may list (administrators: the organization's), newest first, a page at\na time; same rules as attachmentPage.",
+    args: { ...pageArguments(t.arg), includeInactive: t.arg.boolean({ defaultValue: false }) },
+    resolve: (viewer, { includeInactive, ...page }, context) =>
+      domainQuery(() => connectionPage(invitationViewList(context.app.sql, viewer, { includeInactive: includeInactive ?? false }), page)),
+  }),
+);
