@@ -1,4 +1,5 @@
-// GraphQL Code Generator: typed documents for the tests, from the printed schema.
+// GraphQL Code Generator: typed documents for the tests, from the printed schema, and the manifest of
+// their hashes (test/generated/persisted-documents.json, sha256) that GRAPHQL_TRUSTED_DOCUMENTS loads.
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
 const config: CodegenConfig = {
@@ -10,7 +11,7 @@ const config: CodegenConfig = {
     'test/generated/': {
       preset: 'client',
       config: { scalars: { SafeInt: 'number', File: 'File' }, enumsAsTypes: true, useTypeImports: true },
-      presetConfig: { fragmentMasking: false },
+      presetConfig: { fragmentMasking: false, persistedDocuments: true },
     },
   },
 };

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
 import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
+import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import type { MemoryBudgetConfig } from './http/memory-budget.js';
 import { StartupError } from './startup-error.js';
@@ -39,6 +40,8 @@ export interface Config {
   failedLoginLimit: RateRule | null;
   /** Limits on GraphQL documents and operations. */
   graphqlLimits: GraphQLLimits;
+  /** The manifest of trusted documents runnable by hash, and whether other documents are refused to non-administrators. */
+  graphqlTrustedDocuments: TrustedDocumentsConfig;
   /** Origins (scheme://host[:port]) other than the server's own that browsers may call from; empty: none. */
   allowedOrigins: string[];
   /** Peers (addresses, CIDR ranges) whose X-Forwarded-For and Forwarded name the client; empty: none. */
@@ -222,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),
+    graphqlTrustedDocuments: readTrustedDocuments(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),
     trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
     uploads: loadUploadsConfig(env),

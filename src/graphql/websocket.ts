@@ -52,6 +52,8 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
       },
       onSubscribe: async ({ extra }, _id, params) => {
         const caller = await identifyCaller(app, extra.authorization ?? null, options.clientAddress(extra.request));
+        const refusal = graphql.documentRefusal(caller, params.query);
+        if (refusal) return [refusal];
         const enveloped = graphql.getEnveloped({ caller, params, request: extra.request });
         let document;
         try {

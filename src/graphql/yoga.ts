@@ -1,18 +1,22 @@
 // Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
-// limits, CSRF prevention, and the per-user rate limit counting every mutation field.
+// limits, CSRF prevention, persisted documents (trusted and automatic), privately cacheable GET
+// answers, and the per-user rate limit counting every mutation field.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
+import { isAdministrator } from '../domain/users/roles.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
 import { authPlugin, refusal } from './auth-plugin.js';
+import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
+import { persistedDocumentsPlugins, trustedOnlyRefusal } from './persisted-documents.js';
 import { schema } from './schema/index.js';
 
 export const GRAPHIQL_OPTIONS = {
@@ -90,7 +94,11 @@ function mutationFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLConte
   };
 }
 
+const callerOf = (context: object) => (context as Partial<ServerContext>).caller?.actor ?? null;
+
 export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) {
+  const trusted = app.config.graphqlTrustedDocuments;
+  const mayRunAnyDocument = (context: object) => !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -128,7 +136,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       // A subscriber that goes away frees its subscription at once, not at the next keep-alive ping.
       useExecutionCancellation(),
       csrfPrevention(),
-      limitsPlugin(app.config.graphqlLimits, (context) => (context as Partial<ServerContext>).caller?.actor != null),
+      ...persistedDocumentsPlugins(trusted, mayRunAnyDocument),
+      limitsPlugin(app.config.graphqlLimits, (context) => callerOf(context) != null),
       authPlugin(),
       mutationFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
@@ -136,9 +145,12 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
   });
   return {
     getEnveloped: yoga.getEnveloped,
+    /** Trusted-only mode's refusal of a document sent as text over WebSocket (HTTP requests: the plugins). */
+    documentRefusal: (caller: Caller, query: string) => trustedOnlyRefusal(trusted, mayRunAnyDocument({ caller }), query),
     async handle(request: Request, clientAddress: string): Promise<Response> {
       if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller() });
-      return yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });
+      const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });
+      return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };
 }

@@ -3,7 +3,6 @@
 // ending with a key reset or a deactivation, credentials, origins, limits, and a closed connection
 // or a shutdown ending the stream at once.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { parse } from 'graphql';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
@@ -193,7 +192,7 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
       ['subscription TwoFields { a: customEmojiChanged { cursor } b: customEmojiChanged { cursor } }', 'Subscription "TwoFields" must select only one top level field.'],
       [`subscription ManyAliases { customEmojiChanged { ${aliases} } }`, 'Syntax Error: Aliases limit of 30 exceeded, found 31.'],
     ]) {
-      const refused = subscribe(transport, server.url, world.users.member.auth, parse(query!) as never, {});
+      const refused = subscribe(transport, server.url, world.users.member.auth, query!, {});
       const answer = await refused.next();
       await refused.close();
       expect(answer).toMatchObject({ errors: [{ message }] });
@@ -211,6 +210,23 @@ describe('credentials and origins', () => {
       if (answer === 'ended') expect(String(refused.failure())).toMatch(/401/);
       else expect(answer).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
     }
+  });
+
+  test('SSE over GET streams (its answer is not held back to be made cacheable)', async () => {
+    const world = await newWorld();
+    const query = encodeURIComponent('subscription { customEmojiChanged { change emoji { name } } }');
+    const abort = new AbortController();
+    const response = await fetch(`${server.url}/graphql?query=${query}`, { headers: { authorization: world.users.member.auth, accept: 'text/event-stream' }, signal: abort.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await eventually(() => server.app.eventStreams!.size > 0);
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+    let text = '';
+    while (!text.includes('lighthouse')) text += decoder.decode((await reader.read()).value);
+    expect(text).toContain('"customEmojiChanged":{"change":"DEACTIVATED","emoji":{"name":"lighthouse"}}');
+    abort.abort();
   });
 
   test('SSE without a CSRF header is refused', async () => {

@@ -29,11 +29,12 @@ export function subscribe<T, V>(
   transport: Transport,
   serverUrl: string,
   authorization: string | undefined,
-  document: TypedDocumentNode<T, V>,
+  /** A typed document, or the exact text to send. */
+  document: TypedDocumentNode<T, V> | string,
   variables: V,
   options: SubscribeOptions = {},
 ): OpenSubscription<T> {
-  const request = { query: print(document), variables: variables as Record<string, unknown> };
+  const request = { query: typeof document === 'string' ? document : print(document), variables: variables as Record<string, unknown> };
   let failure: unknown;
   const onNonLazyError = (error: unknown) => void (failure = error);
   const client =
