@@ -3,7 +3,9 @@
 // through another, a second poll through another process answers the first, and a process killed
 // with SIGKILL or stopped with SIGTERM loses nothing and keeps no poll waiting.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { graphql } from '../generated/gql.js';
 import { callApi, type ApiResponse } from '../support/rest.js';
+import { subscribe, TRANSPORTS } from '../support/subscriptions.js';
 import { listeningUrl, serverProcessesOnTestDatabase, startServerProcess, type ProcessesOnTestDatabase } from '../support/process.js';
 import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
@@ -129,3 +131,57 @@ describe('two processes, one database', () => {
     }
   });
 });
+
+describe('subscriptions across processes', () => {
+  const EmojiChanges = graphql(`
+    subscription ProcessEmojiChanges($after: String) {
+      customEmojiChanged(after: $after) {
+        cursor
+        emoji {
+          name
+        }
+      }
+    }
+  `);
+  type Payload = { data: { customEmojiChanged: { cursor: string; emoji: { name: string } } } };
+
+  test.each(TRANSPORTS)('over %s: an event committed through one process reaches a subscription on the other', async (transport) => {
+    const world = await newWorld();
+    const subscription = subscribe(transport, b, world.users.member.auth, EmojiChanges, {});
+    try {
+      expect(await subscription.next(1_000)).toBe('silent');
+      await deactivate(a, world, 'green_tick');
+      expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
+    } finally {
+      await subscription.close();
+    }
+  });
+
+  test.each(TRANSPORTS)('over %s: SIGKILL of the process holding the subscription: resumed on another with `after`, nothing lost', async (transport) => {
+    const world = await newWorld();
+    const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
+    const doomed = startServerProcess({ DATABASE_URL: await testDatabaseUrl(), DATA_DIR: dataDir });
+    try {
+      const url = await listeningUrl(doomed);
+      const first = subscribe(transport, url, world.users.member.auth, EmojiChanges, {});
+      expect(await first.next(1_000)).toBe('silent');
+      await deactivate(a, world, 'green_tick');
+      const seen = (await first.next()) as Payload;
+      doomed.child.kill('SIGKILL');
+      await doomed.exited;
+      expect(await first.next()).toBe('ended');
+      await first.close();
+      await deactivate(a, world, 'lighthouse');
+      const resumed = subscribe(transport, b, world.users.member.auth, EmojiChanges, { after: seen.data.customEmojiChanged.cursor });
+      try {
+        expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
+        expect(await resumed.next(300)).toBe('silent');
+      } finally {
+        await resumed.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
