@@ -1,34 +1,22 @@
-// Send invitations: the whole check order of behaviour.md 3.2 (with its Decisions), then one
-// short transaction under the organization's lock that stores the invitations and queues their e-mails.
-import { setImmediate } from 'node:timers/promises';
+// Send invitations: the whole check order of behaviour.md 3.2 (plan-invitations.ts), then one short
+// transaction under the organization's lock that stores the invitations and queues their e-mails.
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
 import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail } from '../email/outbox.js';
-import { badRequest } from '../errors.js';
-import { ROLE_CODES, isAdministrator } from '../users/roles.js';
-import { addressProblem, parseInviteeEmails, type AddressPolicy } from './addresses.js';
 import { generateConfirmationKey } from './confirmation-key.js';
-import {
-  assertChannelsInvitable,
-  assertGroupsInvitable,
-  assertMayInvite,
-  assertMayInviteAs,
-  assertMayUseInvitations,
-  loadInvitePermissions,
-} from './invite-permissions.js';
-import {
-  assertAccountOldEnough,
-  assertDailyLimitKept,
-  assertLicensesSuffice,
-  countsForLimits,
-  invitationFailed,
-  lockOrganizationSql,
-  lockedCountsSql,
-  type LimitedOrganization,
-  type LockedCounts,
-} from './limits.js';
+import { invitationFailed, lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
+import {
+  isSystemBot,
+  lockedReads,
+  planInvitations,
+  type CheckedRequest,
+  type PlanRun,
+  type ScreenedAddresses,
+  type SendInvitationsRequest,
+  type ValidAddress,
+} from './plan-invitations.js';
 import { distinctRowIds } from '../ids.js';
 import { inSqlTransaction } from '../transaction.js';
 import { insertInvitesChangedSql } from '../events/log.js';
@@ -36,48 +24,7 @@ import { statementRows, type Sql } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
-export const MAX_WELCOME_MESSAGE_LENGTH = 8000;
-const SYSTEM_BOT_ADDRESSES = new Set(['notification-bot@zulip.com', 'welcome-bot@zulip.com', 'emailgateway@zulip.com']);
-/** Latest expiry PostgreSQL and JavaScript dates both hold comfortably (year 9999). */
-const LATEST_EXPIRY_MS = Date.UTC(9999, 11, 31);
-
-export interface SendInvitationsRequest {
-  /** The raw address list: commas and newlines separate addresses. */
-  inviteeEmails: string;
-  streamIds: number[];
-  groupIds: number[];
-  inviteAs: number;
-  /** undefined: the server default; null: never expires. */
-  inviteExpiresInMinutes: number | null | undefined;
-  includeRealmDefaultSubscriptions: boolean;
-  notifyReferrerOnJoin: boolean;
-  /** undefined when not supplied (the organization's default applies at acceptance). */
-  welcomeMessageCustomText: string | undefined;
-}
-
-type InviteeError = [email: string, reason: string, deactivated: boolean];
-
-/** The checks a typed REST parser makes before the view runs; repeated here for GraphQL callers. */
-function assertWellFormed(request: SendInvitationsRequest): void {
-  if (!ROLE_CODES.includes(request.inviteAs as never)) {
-    throw badRequest('Invalid invite_as: Value error, Not in the list of possible values');
-  }
-  const text = request.welcomeMessageCustomText;
-  if (text?.includes('\0')) throw badRequest('welcome_message_custom_text contains NULL (0x00) characters.');
-  if (text !== undefined && [...text].length > MAX_WELCOME_MESSAGE_LENGTH) {
-    throw badRequest(`welcome_message_custom_text is too long (limit: ${MAX_WELCOME_MESSAGE_LENGTH} characters)`);
-  }
-}
-
-function expiryFor(request: SendInvitationsRequest, defaultMinutes: number, now: Date): Date | null {
-  const minutes = request.inviteExpiresInMinutes === undefined ? defaultMinutes : request.inviteExpiresInMinutes;
-  if (minutes === null) return null;
-  const expiresAt = now.getTime() + minutes * 60_000;
-  if (!Number.isSafeInteger(expiresAt) || expiresAt < 0 || expiresAt > LATEST_EXPIRY_MS) {
-    throw badRequest('Invalid invite_expires_in_minutes: Value error, Out of range');
-  }
-  return new Date(expiresAt);
-}
+export { MAX_WELCOME_MESSAGE_LENGTH, type SendInvitationsRequest } from './plan-invitations.js';
 
 /**
  * Invites every address of the request, or throws the first refusal. When some addresses already
@@ -85,27 +32,7 @@ function expiryFor(request: SendInvitationsRequest, defaultMinutes: number, now:
  * with `sent_invitations: true`, as the reference does.
  */
 export async function sendInvitations(app: AppContext, actor: Actor, request: SendInvitationsRequest): Promise<InvitationView[]> {
-  assertMayUseInvitations(actor);
-  assertWellFormed(request);
-  const permissions = await loadInvitePermissions(app, actor, { channelIds: request.streamIds, groupIds: request.groupIds });
-  assertMayInvite(permissions);
-  assertMayInviteAs(actor, request.inviteAs);
-  const emails = parseInviteeEmails(request.inviteeEmails);
-  if (emails.length === 0) throw badRequest('You must specify at least one email address.');
-  assertChannelsInvitable(permissions, request.streamIds);
-  assertGroupsInvitable(permissions, request.groupIds);
-  if (request.welcomeMessageCustomText !== undefined && !isAdministrator(actor.role)) {
-    throw badRequest('Must be an organization administrator');
-  }
-  const now = new Date();
-  const org = permissions.organization;
-  const expiresAt = expiryFor(request, app.config.invitationLinkValidityMinutes, now);
-  const { created, skipped } = await queuedForOrganization(org.id, async () => {
-    // What needs no lock happens before the transaction, which stays a few statements long.
-    const addresses = await prepareAddresses(app.config, actor, org, emails, expiresAt);
-    // A hot path: the transaction goes straight through the driver (db/sql.ts).
-    return inSqlTransaction(app.sql, (tx) => storeInvitations(tx, app.config, actor, { ...request, addresses, expiresAt, now, org }));
-  });
+  const { skipped, stored } = await planInvitations(app, actor, request, sendingRun(app, actor, request));
   app.notifyOutbox();
   if (skipped.length > 0) {
     throw invitationFailed(
@@ -113,88 +40,35 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
       { errors: skipped, sentInvitations: true },
     );
   }
-  return created;
+  return stored;
 }
 
-type InvitingOrganization = AddressPolicy & LimitedOrganization & { name: string };
-
 /** A valid address with its confirmation key and rendered e-mail. */
-interface Invitee {
-  email: string;
-  emailKey: string;
+interface Invitee extends ValidAddress {
   mail: PreparedInvitationEmail;
 }
 
-/** Step 18's validation, and the valid addresses with their keys and e-mails. */
-interface PreparedAddresses {
-  all: string[];
-  invalid: InviteeError[];
-  valid: Invitee[];
-}
-
-/** Addresses prepared between two turns of the event loop: 10,000 at once held it for half a second. */
-const ADDRESSES_PER_TURN = 500;
-
-async function prepareAddresses(config: Config, actor: Actor, org: InvitingOrganization, emails: string[], expiresAt: Date | null): Promise<PreparedAddresses> {
-  const invalid: InviteeError[] = [];
-  const valid: Invitee[] = [];
-  for (let i = 0; i < emails.length; i++) {
-    if (i > 0 && i % ADDRESSES_PER_TURN === 0) await setImmediate();
-    const email = emails[i]!;
-    const problem = addressProblem(email, org);
-    if (problem) {
-      invalid.push([email, problem, false]);
-      continue;
-    }
-    const invitation = { email, confirmationKey: generateConfirmationKey(), expiresAt, referrer: actor, organization: org };
-    valid.push({ email, emailKey: email.toLowerCase(), mail: prepareInvitationEmail(config, invitation) });
-  }
-  return { all: emails, invalid, valid };
-}
-
-interface StoreRequest extends SendInvitationsRequest {
-  addresses: PreparedAddresses;
-  expiresAt: Date | null;
-  now: Date;
-  org: InvitingOrganization;
-}
-
 /**
- * Steps 14-20: the lock, then one statement that reads what the checks need and stores the
- * invitations of addresses without accounts; a refusal of the checks rolls the rows back.
+ * The plan run for real: queued per organization, then steps 14-20 in one transaction (a hot path,
+ * straight through the driver, db/sql.ts): the lock, then one statement that reads what the checks
+ * need and stores the invitations of addresses without accounts; a refusal of the checks rolls the rows back.
  */
-async function storeInvitations(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
-  const { org, addresses, now } = request;
-  const count = addresses.all.length;
-  await statementRows(tx, lockOrganizationSql(org.id));
-  const { locked, created } = await readAndInsert(tx, config, actor, request);
-  assertDailyLimitKept(config, org, locked, count);
-  assertLicensesSuffice(org, locked, count, request.inviteAs);
-  assertAccountOldEnough(actor, org, now);
-  const skipped = skippedAddresses(addresses, locked);
-  if (skipped.length === count) {
-    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
-  }
-  return { created: created.map((row) => toInvitationView(row, now)), skipped };
+function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsRequest): PlanRun<Invitee, InvitationView[]> {
+  return {
+    serialize: queuedForOrganization,
+    prepare: ({ email, emailKey }, { org, expiresAt }) => {
+      const invitation = { email, confirmationKey: generateConfirmationKey(), expiresAt, referrer: actor, organization: org };
+      return { email, emailKey, mail: prepareInvitationEmail(app.config, invitation) };
+    },
+    transaction: (work) => inSqlTransaction(app.sql, work),
+    async read(tx, checked, addresses) {
+      await statementRows(tx, lockOrganizationSql(checked.org.id));
+      return readAndInsert(tx, app.config, actor, { ...request, ...checked, addresses });
+    },
+  };
 }
 
-const isSystemBot = (emailKey: string) => SYSTEM_BOT_ADDRESSES.has(emailKey);
-
-/** Steps 18-19: invalid addresses refuse the whole request; existing accounts are skipped. */
-function skippedAddresses(addresses: PreparedAddresses, locked: LockedCounts): InviteeError[] {
-  const active = new Set(locked.activeKeys);
-  const deactivated = new Set(locked.deactivatedKeys);
-  const skipped: InviteeError[] = [];
-  for (const { email, emailKey } of addresses.valid) {
-    if (isSystemBot(emailKey)) skipped.push([email, 'Reserved for system bots.', false]);
-    else if (active.has(emailKey)) skipped.push([email, 'Already has an account.', false]);
-    else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
-  }
-  if (addresses.invalid.length > 0) {
-    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...addresses.invalid, ...skipped] });
-  }
-  return skipped;
-}
+type StoreRequest = SendInvitationsRequest & CheckedRequest & { addresses: ScreenedAddresses<Invitee> };
 
 /**
  * One statement whatever the number of addresses (every list travels as one array parameter): the
@@ -205,7 +79,7 @@ type CreatedInvitation = Pick<InvitationView, 'id' | 'email' | 'invitedAs' | 're
 
 async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: StoreRequest) {
   const { org, addresses, now } = request;
-  const reads = { ...countsForLimits(config, org), emailKeys: addresses.valid.map((a) => a.emailKey) };
+  const reads = lockedReads(config, request, addresses);
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
   const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
     WITH locked AS (
@@ -236,6 +110,8 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
   // The times are the request's own (the rows hold them as sent).
   const created = rows
     .filter((row): row is LockedCounts & CreatedInvitation => row.id !== null)
-    .map(({ id, email, invitedAs, referrerId, status }) => ({ id, email, invitedAs, referrerId, status, invitedAt: now, expiresAt: request.expiresAt }));
-  return { locked: rows[0]!, created };
+    .map(({ id, email, invitedAs, referrerId, status }) =>
+      toInvitationView({ id, email, invitedAs, referrerId, status, invitedAt: now, expiresAt: request.expiresAt }, now),
+    );
+  return { locked: rows[0]!, stored: created };
 }

@@ -1,7 +1,12 @@
 import type { InvitationView } from '../../domain/invitations/status.js';
 import { builder } from '../builder.js';
 import { mayViewEmailDelivery, type EmailDelivery } from '../../domain/email/delivery.js';
-import { sendInvitations } from '../../domain/invitations/send-invitations.js';
+import {
+  previewInvitations,
+  type AddressVerdict as AddressVerdictShape,
+  type InvitationPreview as InvitationPreviewShape,
+} from '../../domain/invitations/preview-invitations.js';
+import { sendInvitations, type SendInvitationsRequest } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
 import { unixSeconds } from './scalars.js';
@@ -88,25 +93,65 @@ export const SendInvitationsResult = builder.unionType('SendInvitationsResult', 
   types: [SendInvitationsSuccess, InvitationFailedError, BadRequestError],
 });
 
+type SendInvitationsInputShape = typeof SendInvitationsInput.$inferInput;
+
+/** The service's request for an input of sendInvitations (and of its preview). */
+function sendRequest(input: SendInvitationsInputShape): SendInvitationsRequest {
+  return {
+    inviteeEmails: input.inviteeEmails.join('\n'),
+    streamIds: input.streamIds,
+    groupIds: input.groupIds ?? [],
+    inviteAs: input.inviteAs ?? Number.NaN,
+    inviteExpiresInMinutes: input.inviteExpiresInMinutes,
+    includeRealmDefaultSubscriptions: input.includeRealmDefaultSubscriptions ?? false,
+    notifyReferrerOnJoin: input.notifyReferrerOnJoin ?? true,
+    // GraphQL null means "the organization's default", which is also what omitting it means.
+    welcomeMessageCustomText: input.welcomeMessageCustomText ?? undefined,
+  };
+}
+
 builder.mutationField('sendInvitations', (t) =>
   t.field({
     type: SendInvitationsResult,
     description: 'Invite people by e-mail address. Same rules, limits and messages as POST /api/v1/invites.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
     resolve: (_root, { input }, context) =>
-      asResult(async () => {
-        const invitations = await sendInvitations(context.app, actorOf(context), {
-          inviteeEmails: input.inviteeEmails.join('\n'),
-          streamIds: input.streamIds,
-          groupIds: input.groupIds ?? [],
-          inviteAs: input.inviteAs ?? Number.NaN,
-          inviteExpiresInMinutes: input.inviteExpiresInMinutes,
-          includeRealmDefaultSubscriptions: input.includeRealmDefaultSubscriptions ?? false,
-          notifyReferrerOnJoin: input.notifyReferrerOnJoin ?? true,
-          // GraphQL null means "the organization's default", which is also what omitting it means.
-          welcomeMessageCustomText: input.welcomeMessageCustomText ?? undefined,
-        });
-        return { invitations };
-      }),
+      asResult(async () => ({ invitations: await sendInvitations(context.app, actorOf(context), sendRequest(input)) })),
+  })
+);
+
+const AddressVerdict = builder.objectRef<AddressVerdictShape>('AddressVerdict').implement({
+  fields: (t) => ({
+    email: t.exposeString('email', { description: 'One address as parsed from the input (an entry may hold several).' }),
+    willInvite: t.exposeBoolean('willInvite'),
+    reason: t.exposeString('reason', {
+      nullable: true,
+      description: 'When it would not be invited: the reason InviteeError.reason would give.',
+    }),
+    deactivated: t.exposeBoolean('deactivated', {
+      description: 'True when the address is refused only because of a deactivated account, as InviteeError.deactivated.',
+    }),
+  }),
+});
+
+const InvitationPreview = builder.objectRef<InvitationPreviewShape>('InvitationPreview').implement({
+  isTypeOf: (value) => 'wouldInvite' in (value as object),
+  fields: (t) => ({
+    addresses: t.field({ type: [AddressVerdict], resolve: (p) => p.addresses }),
+    wouldInvite: t.exposeInt('wouldInvite', { description: 'How many invitations sendInvitations would store.' }),
+  }),
+});
+
+const PreviewInvitationsResult = builder.unionType('PreviewInvitationsResult', {
+  types: [BadRequestError, InvitationFailedError, InvitationPreview],
+});
+
+builder.queryField('previewInvitations', (t) =>
+  t.field({
+    type: PreviewInvitationsResult,
+    description:
+      'What sendInvitations would do with this input now, without writing or sending anything: the same\nchecks in the same order. When sendInvitations would invite nobody, the answer is the error it would\ngive (BadRequestError, or InvitationFailedError with the same flags and per-address errors);\notherwise one verdict per address, in the order given.',
+    args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
+    resolve: (_root, { input }, context) => asResult(() => previewInvitations(context.app, actorOf(context), sendRequest(input))),
   })
 );
