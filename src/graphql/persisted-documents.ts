@@ -78,10 +78,24 @@ export function persistedDocumentsPlugins(config: TrustedDocumentsConfig, mayRun
   ];
 }
 
+/** What a graphql-ws subscribe message names: its query text, or (text empty) a hash in its extensions. */
+export interface WebSocketDocument {
+  query: string;
+  extensions?: Record<string, unknown> | null;
+}
+
 /**
- * Over WebSocket (graphql-ws sends the query text, no HTTP parameters): a caller held to trusted
- * documents may send only a text of the manifest.
+ * Over WebSocket (no HTTP parameters, so none of the plugins above): the text to run, or the refusal.
+ * A message with an empty query names a manifest document by hash (`documentId` or
+ * `persistedQuery.sha256Hash` in its extensions); a caller held to trusted documents may otherwise
+ * send only a text of the manifest.
  */
-export function trustedOnlyRefusal(config: TrustedDocumentsConfig, mayRunAnyDocument: boolean, query: string) {
-  return mayRunAnyDocument || config.manifest?.has(sha256Hex(query)) ? null : persistedQueryOnly();
+export function webSocketDocument(config: TrustedDocumentsConfig, mayRunAnyDocument: boolean, message: WebSocketDocument) {
+  if (message.query === '') {
+    const id = message.extensions?.documentId ?? (message.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined)?.sha256Hash;
+    const hash = typeof id === 'string' ? sha256OfId(id) : null;
+    const text = hash === null ? undefined : config.manifest?.get(hash);
+    return text ?? (hash === null ? noDocument() : persistedQueryNotFound());
+  }
+  return mayRunAnyDocument || config.manifest?.has(sha256Hex(message.query)) ? message.query : persistedQueryOnly();
 }

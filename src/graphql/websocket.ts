@@ -52,12 +52,12 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
       },
       onSubscribe: async ({ extra }, _id, params) => {
         const caller = await identifyCaller(app, extra.authorization ?? null, options.clientAddress(extra.request));
-        const refusal = graphql.documentRefusal(caller, params.query);
-        if (refusal) return [refusal];
-        const enveloped = graphql.getEnveloped({ caller, params, request: extra.request });
+        const query = graphql.webSocketDocument(caller, params);
+        if (typeof query !== 'string') return [query];
+        const enveloped = graphql.getEnveloped({ caller, params: { ...params, query }, request: extra.request });
         let document;
         try {
-          document = enveloped.parse(params.query);
+          document = enveloped.parse(query);
         } catch (error) {
           return [error instanceof GraphQLError ? error : new GraphQLError('Syntax Error: the document could not be parsed.')];
         }

@@ -16,7 +16,7 @@ import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
-import { persistedDocumentsPlugins, trustedOnlyRefusal } from './persisted-documents.js';
+import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
 import { schema } from './schema/index.js';
 
 export const GRAPHIQL_OPTIONS = {
@@ -145,8 +145,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
   });
   return {
     getEnveloped: yoga.getEnveloped,
-    /** Trusted-only mode's refusal of a document sent as text over WebSocket (HTTP requests: the plugins). */
-    documentRefusal: (caller: Caller, query: string) => trustedOnlyRefusal(trusted, mayRunAnyDocument({ caller }), query),
+    /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
+    webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(request: Request, clientAddress: string): Promise<Response> {
       if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller() });
       const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });

@@ -376,4 +376,18 @@ describe('trusted-only mode over WebSocket (graphql-ws sends the text)', () => {
     expect(await asAdmin.next(300)).toBe('silent');
     await asAdmin.close();
   });
+
+  test('a message with an empty query names a manifest document by hash in its extensions', async () => {
+    for (const extensions of [{ documentId: documentId(TrustedEmojiChanges) }, apq(hexOf(TrustedEmojiChanges))]) {
+      const byHash = subscribe('ws', trustedOnly.url, w.users.member.auth, '', {}, { extensions });
+      expect(await byHash.next(300)).toBe('silent');
+      await byHash.close();
+    }
+    const unknown = subscribe('ws', trustedOnly.url, w.users.member.auth, '', {}, { extensions: apq(sha256('{ me { id } }')) });
+    expect(await unknown.next()).toMatchObject({ errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
+    await unknown.close();
+    const none = subscribe('ws', trustedOnly.url, w.users.member.auth, '', {}, { extensions: {} });
+    expect(await none.next()).toMatchObject({ errors: [{ extensions: { code: 'BAD_REQUEST' } }] });
+    await none.close();
+  });
 });

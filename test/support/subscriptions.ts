@@ -23,6 +23,8 @@ export interface SubscribeOptions {
   headers?: Record<string, string>;
   /** WebSocket: the connection_init payload (default: { Authorization }). */
   connectionParams?: Record<string, unknown>;
+  /** The request's extensions (a persisted document's hash). */
+  extensions?: Record<string, unknown>;
 }
 
 export function subscribe<T, V>(
@@ -34,7 +36,11 @@ export function subscribe<T, V>(
   variables: V,
   options: SubscribeOptions = {},
 ): OpenSubscription<T> {
-  const request = { query: typeof document === 'string' ? document : print(document), variables: variables as Record<string, unknown> };
+  const request = {
+    query: typeof document === 'string' ? document : print(document),
+    variables: variables as Record<string, unknown>,
+    ...(options.extensions && { extensions: options.extensions }),
+  };
   let failure: unknown;
   const onNonLazyError = (error: unknown) => void (failure = error);
   const client =
