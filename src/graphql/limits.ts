@@ -128,13 +128,17 @@ function parseWithin(tokens: number) {
   };
 }
 
-/** The root fields an operation's selection runs, through fragments. */
-export function rootFieldCount(selectionSet: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>): number {
+/** The root fields an operation's selection runs (those `counts` names), through fragments. */
+export function rootFieldCount(
+  selectionSet: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  counts: (name: string) => boolean = (name) => name !== '__typename',
+): number {
   let count = 0;
   for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) count += selection.name.value === '__typename' ? 0 : 1;
-    else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFieldCount(selection.selectionSet, fragments);
-    else if (fragments[selection.name.value]) count += rootFieldCount(fragments[selection.name.value]!.selectionSet, fragments);
+    if (selection.kind === Kind.FIELD) count += counts(selection.name.value) ? 1 : 0;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFieldCount(selection.selectionSet, fragments, counts);
+    else if (fragments[selection.name.value]) count += rootFieldCount(fragments[selection.name.value]!.selectionSet, fragments, counts);
   }
   return count;
 }

@@ -2,7 +2,7 @@
 // limits, CSRF prevention, persisted documents (trusted and automatic), privately cacheable GET
 // answers, and the per-user rate limit counting every mutation field.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
+import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest } from '../domain/auth/authenticate.js';
@@ -66,21 +66,31 @@ function csrfPrevention(): Plugin {
   };
 }
 
-/** At most `max` mutation fields per operation; each one beyond the first counts as one more request. */
-function mutationFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLContext> {
+/**
+ * Root fields that cost what a request does: every field of a mutation, and a query's
+ * previewInvitations (a send's whole check order, without the writes).
+ */
+function rateCountedFields(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>) {
+  if (operation.operation === 'mutation') return { fields: rootFieldCount(operation.selectionSet, fragments), kind: 'mutation' };
+  if (operation.operation === 'query') return { fields: rootFieldCount(operation.selectionSet, fragments, (name) => name === 'previewInvitations'), kind: 'previewInvitations' };
+  return { fields: 0, kind: '' };
+}
+
+/** At most `max` rate-counted fields per operation; each one beyond the first counts as one more request. */
+function rateCountedFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLContext> {
   return {
     async onExecute({ args, setResultAndStopExecution }) {
       const document = args.document as DocumentNode;
       const operation = getOperationAST(document, args.operationName);
       const actor = (args.contextValue as GraphQLContext).actor;
-      if (operation?.operation !== 'mutation' || !actor) return;
+      if (!operation || !actor) return;
       const fragments = Object.fromEntries(
         document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
       );
-      const fields = rootFieldCount(operation.selectionSet, fragments);
+      const { fields, kind } = rateCountedFields(operation, fragments);
       if (fields > max) {
         setResultAndStopExecution({
-          errors: [createGraphQLError(`An operation may run at most ${max} mutation fields; this one has ${fields}.`, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } })],
+          errors: [createGraphQLError(`An operation may run at most ${max} ${kind} fields; this one has ${fields}.`, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } })],
         });
         return;
       }
@@ -139,7 +149,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       ...persistedDocumentsPlugins(trusted, mayRunAnyDocument),
       limitsPlugin(app.config.graphqlLimits, (context) => callerOf(context) != null),
       authPlugin(),
-      mutationFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
+      rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
     context: ({ caller }) => newContext(app, caller),
   });

@@ -185,4 +185,18 @@ describe('with credentials', () => {
     expect(refused.errors?.[0]?.extensions?.code).toBe('RATE_LIMIT_HIT');
     expect(await storedInvitations(tight.app.prisma, own.org.id)).toHaveLength(8);
   });
+
+  const preview = (i: number) => `p${i}: previewInvitations(input: { inviteeEmails: ["preview-${i}@example.net"], streamIds: [] }) { __typename }`;
+  const previews = (count: number) => `{ ${Array.from({ length: count }, (_, i) => preview(i)).join(' ')} }`;
+
+  test('previewInvitations fields count as mutation fields do: at most 5 an operation, each beyond the first one request more', async () => {
+    const own = await createWorld(tight.app.prisma);
+    const auth = own.users.owner.auth;
+    expect((await post(previews(6), { auth, url: tight.url })).errors?.[0]?.message).toBe('An operation may run at most 5 previewInvitations fields; this one has 6.');
+    expect((await post(previews(5), { auth, url: tight.url })).errors).toBeUndefined(); // 6 counted (the refused request 1)
+    expect((await post(previews(2), { auth, url: tight.url })).errors).toBeUndefined(); // 8
+    const refused = await post(previews(2), { auth, url: tight.url });
+    expect(refused.status).toBe(429);
+    expect(refused.errors?.[0]?.extensions?.code).toBe('RATE_LIMIT_HIT');
+  });
 });
