@@ -65,14 +65,21 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   private done = false;
   private readonly stops: (() => void)[] = [];
 
+  /** Delivered (or, while replaying, read) up to this position: the stream holds only later events. */
+  private delivered = Number.MAX_SAFE_INTEGER;
+  private replaying = false;
+
   constructor(
     private readonly app: AppContext,
     private readonly actor: Actor,
     private readonly types: readonly string[],
-    /** Delivered (or, while replaying, read) up to here; null: no replay, only new events. */
-    private delivered: number | null,
-    private replaying: boolean,
   ) {}
+
+  /** Where the stream starts: after `position`, reading what the log holds since first when `replay`. */
+  startAfter(position: number, replay: boolean): void {
+    this.delivered = position;
+    this.replaying = replay;
+  }
 
   onEnd(stop: () => void): void {
     this.stops.push(stop);
@@ -121,7 +128,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   /** Events already delivered by the replay are skipped. */
   private nextHeld(): LoggedEvent | undefined {
     let event = this.held.shift();
-    while (event && this.delivered !== null && event.id <= this.delivered) event = this.held.shift();
+    while (event && event.id <= this.delivered) event = this.held.shift();
     if (event) this.delivered = event.id;
     return event;
   }
@@ -171,13 +178,16 @@ export class EventStreams {
    */
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
-    const stream = new EventStream(this.app, actor, request.types, after, after !== null);
+    const stream = new EventStream(this.app, actor, request.types);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
     stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id }, (event) => stream.offer(event)));
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
     try {
       await this.reader.ready();
-      if (after !== null) await this.checkResumable(after);
+      const log = await this.logState();
+      if (after !== null) checkResumable(after, log);
+      // Without a cursor, what committed before the subscription is not its (the reader may not have read it yet).
+      stream.startAfter(after ?? log.end, after !== null);
     } catch (error) {
       await stream.return();
       throw error;
@@ -199,13 +209,24 @@ export class EventStreams {
     return this.open.size;
   }
 
-  private async checkResumable(after: number): Promise<void> {
+  /** Where the log ends (everything committed positioned first) and how far it has been pruned. */
+  private async logState(): Promise<LogState> {
     await positionCommittedEvents(this.app.sql);
-    const [log] = await this.app.sql.rows<{ prunedThrough: string; last: string | null }>(
-      'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS last FROM event_log_horizon',
+    const [log] = await this.app.sql.rows<{ prunedThrough: string; end: string | null }>(
+      'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS end FROM event_log_horizon',
       [],
     );
-    if (after > Number(log?.last ?? 0) && after > Number(log?.prunedThrough ?? 0)) throw invalidCursor();
-    if (after < Number(log?.prunedThrough ?? 0)) throw eventsPruned();
+    const prunedThrough = Number(log?.prunedThrough ?? 0);
+    return { end: Math.max(Number(log?.end ?? 0), prunedThrough), prunedThrough };
   }
+}
+
+interface LogState {
+  end: number;
+  prunedThrough: number;
+}
+
+function checkResumable(after: number, log: LogState): void {
+  if (after > log.end) throw invalidCursor();
+  if (after < log.prunedThrough) throw eventsPruned();
 }
