@@ -54,7 +54,11 @@ export interface Registration {
   lastEventId: number;
   /** Present when realm_emoji's state was asked for. */
   realmEmoji?: Record<string, unknown>;
+  /** Present when the realm state was asked for: how long a poll may wait (the reference's 90 s). */
+  longpollTimeoutSeconds?: number;
 }
+
+const LONGPOLL_TIMEOUT_SECONDS = 90;
 
 /** 0 means the default; more than a week is a week (the reference's bounds). */
 export function queueLifespan(requested: number): number {
@@ -88,6 +92,7 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
   });
   const registration: Registration = { queueId, lastEventId: -1 };
   if (asksFor(request.fetchEventTypes, 'realm_emoji')) registration.realmEmoji = await realmEmojiDicts(app.prisma, actor.organizationId);
+  if (asksFor(request.fetchEventTypes, 'realm')) registration.longpollTimeoutSeconds = LONGPOLL_TIMEOUT_SECONDS;
   return registration;
 }
 

@@ -10,6 +10,7 @@ import { attachmentEvent, attachmentListItem, quotaInBytes, type AttachmentRecor
 import { recordEvent } from '../events/log.js';
 import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
 import { fileKey, newPathId } from './paths.js';
+import { unixSeconds } from '../time.js';
 
 export interface IncomingFile {
   /** The file name the client sent (a path is reduced to its last segment). */
@@ -131,7 +132,7 @@ async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload)
         where: { id: row!.id },
         select: { id: true, name: true, pathId: true, size: true, createTime: true },
       });
-      const listed = { ...stored, createTime: Math.floor(stored.createTime.getTime() / 1000), messageIds: [] };
+      const listed = { ...stored, createTime: unixSeconds(stored.createTime), messageIds: [] };
       await recordEvent(tx, attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size));
       return stored;
     });

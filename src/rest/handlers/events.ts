@@ -44,7 +44,7 @@ export const register: RestHandler = async ({ actor, params, app }) => {
   });
   const state: Record<string, unknown> = {};
   if (registration.realmEmoji) state.realm_emoji = registration.realmEmoji;
-  if (fetchEventTypes === null || fetchEventTypes.includes('realm')) state.event_queue_longpoll_timeout_seconds = 90;
+  if (registration.longpollTimeoutSeconds) state.event_queue_longpoll_timeout_seconds = registration.longpollTimeoutSeconds;
   return successResponse(
     {
       queue_id: registration.queueId,

@@ -10,12 +10,13 @@ import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
 import { pagedListResponse } from '../streamed-list.js';
+import { unixSecondsOfMs } from '../../domain/time.js';
 
 const restShape = (i: ListedInvitation) => ({
   id: i.id,
   invited_by_user_id: i.referrerId,
-  invited: Math.floor(i.invitedAtMs / 1000),
-  expiry_date: i.expiresAtMs === null ? null : Math.floor(i.expiresAtMs / 1000),
+  invited: unixSecondsOfMs(i.invitedAtMs),
+  expiry_date: i.expiresAtMs === null ? null : unixSecondsOfMs(i.expiresAtMs),
   email: i.email,
   invited_as: i.invitedAs,
   notify_referrer_on_join: i.notifyReferrerOnJoin,
