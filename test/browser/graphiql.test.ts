@@ -1,8 +1,8 @@
 // GraphiQL in a real browser: the bundled page renders without reaching beyond this server, and a
 // query run from its editors with the Authorization header answers `me`.
-import type { Page, Request } from 'playwright-core';
 import { expect, test } from 'vitest';
 import { browserWithWorld } from '../support/browser.js';
+import { execute, HEADERS_EDITOR, OPERATION_EDITOR, openGraphiQL as openGraphiQLOn, replaceEditorText, shownResult } from '../support/graphiql.js';
 
 const files = browserWithWorld();
 
@@ -13,50 +13,7 @@ const leavesThisMachine = (url: string) => {
   return !['blob:', 'data:'].includes(protocol) && !LOCAL_HOSTS.includes(hostname);
 };
 
-const OPERATION_EDITOR = 'section[aria-label="Operation Editor"]';
-const HEADERS_EDITOR = 'section[aria-label="Headers"] .graphiql-editor:not(.hidden)';
-
-/** A fresh browser profile on GraphiQL; `promptAnswer` is what the user types into a Basic-auth prompt. */
-async function openGraphiQL(promptAnswer?: { username: string; password: string }): Promise<{ page: Page; requests: Request[] }> {
-  const context = await files.browser.newContext({ httpCredentials: promptAnswer });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: files.server.url });
-  const page = await context.newPage();
-  const requests: Request[] = [];
-  page.on('request', (request) => requests.push(request));
-  const response = await page.goto(`${files.server.url}/graphql`);
-  expect(response?.status()).toBe(200);
-  expect(response?.headers()['content-type']).toMatch(/^text\/html/);
-  await page.locator('.graphiql-container').first().waitFor();
-  await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
-  return { page, requests };
-}
-
-/** Replaces an editor's whole text the way a user does: select all, paste. */
-async function replaceEditorText(page: Page, editorSelector: string, text: string) {
-  const editor = page.locator(`${editorSelector} .monaco-editor`);
-  await page.evaluate((t) => navigator.clipboard.writeText(t), text);
-  await editor.click();
-  await page.keyboard.press('ControlOrMeta+A');
-  await page.keyboard.press('ControlOrMeta+V');
-  await expect.poll(async () => (await editor.locator('.view-lines').innerText()).replace(/\u00a0/g, ' ')).toBe(text);
-}
-
-/** The result GraphiQL shows, once its response editor holds a whole JSON document. */
-async function shownResult(page: Page): Promise<unknown> {
-  const pane = page.locator('.graphiql-response .view-lines');
-  let result: unknown;
-  await expect
-    .poll(async () => {
-      try {
-        result = JSON.parse((await pane.innerText()).replace(/\u00a0/g, ' '));
-        return true;
-      } catch {
-        return false;
-      }
-    }, { timeout: 20_000 })
-    .toBe(true);
-  return result;
-}
+const openGraphiQL = (promptAnswer?: { username: string; password: string }) => openGraphiQLOn(files.browser, files.server.url, promptAnswer);
 
 test('GraphiQL renders from this server alone and runs { me } with the Authorization header typed into its Headers tab', async () => {
   const { page, requests } = await openGraphiQL();
@@ -64,8 +21,7 @@ test('GraphiQL renders from this server alone and runs { me } with the Authoriza
 
   await replaceEditorText(page, HEADERS_EDITOR, JSON.stringify({ Authorization: owner.auth }));
   await replaceEditorText(page, OPERATION_EDITOR, '{ me { email role } }');
-  const sent = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/graphql' && (r.postData() ?? '').includes('me'));
-  await page.locator('.graphiql-execute-button').click();
+  const sent = execute(page, 'me');
 
   expect((await sent).headers().authorization).toBe(owner.auth);
   expect(await shownResult(page)).toEqual({ data: { me: { email: owner.email, role: 'OWNER' } } });

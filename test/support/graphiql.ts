@@ -1,0 +1,104 @@
+// Driving the bundled GraphiQL in Chromium as a user does: its editors take pasted text, its
+// execute button runs the operation, its response pane shows the result.
+import type { Browser, Page, Request } from 'playwright-core';
+import { expect } from 'vitest';
+
+export const OPERATION_EDITOR = 'section[aria-label="Operation Editor"]';
+export const HEADERS_EDITOR = 'section[aria-label="Headers"] .graphiql-editor:not(.hidden)';
+export const VARIABLES_EDITOR = 'section[aria-label="Variables"] .graphiql-editor:not(.hidden)';
+const RESPONSE_PANE = '.graphiql-response .view-lines';
+
+/** Monaco renders spaces as no-break spaces. */
+const plainText = (text: string) => text.replace(/\u00a0/g, ' ');
+
+/**
+ * A fresh browser profile on GraphiQL at `serverUrl`; `promptAnswer` is what the user types into a
+ * Basic-auth prompt. Every request the page sends is recorded.
+ */
+export async function openGraphiQL(
+  browser: Browser,
+  serverUrl: string,
+  promptAnswer?: { username: string; password: string },
+): Promise<{ page: Page; requests: Request[] }> {
+  const context = await browser.newContext({ httpCredentials: promptAnswer });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serverUrl });
+  const page = await context.newPage();
+  const requests: Request[] = [];
+  page.on('request', (request) => requests.push(request));
+  const response = await page.goto(`${serverUrl}/graphql`);
+  expect(response?.status()).toBe(200);
+  expect(response?.headers()['content-type']).toMatch(/^text\/html/);
+  await page.locator('.graphiql-container').first().waitFor();
+  await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
+  return { page, requests };
+}
+
+/** Replaces an editor's whole text the way a user does: select all, paste. */
+export async function replaceEditorText(page: Page, editorSelector: string, text: string) {
+  const editor = page.locator(`${editorSelector} .monaco-editor`);
+  await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+  await editor.click();
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.press('ControlOrMeta+V');
+  await expect.poll(async () => plainText(await editor.locator('.view-lines').innerText())).toBe(text);
+}
+
+/** Opens the Variables or Headers tab below the operation editor. */
+export async function openEditorTool(page: Page, tab: 'Variables' | 'Headers') {
+  await page.locator('.graphiql-editor-tools button', { hasText: tab }).click();
+  await page.locator(`section[aria-label="${tab}"] .graphiql-editor:not(.hidden) .monaco-editor`).waitFor();
+}
+
+async function responsePaneText(page: Page): Promise<string> {
+  return plainText(await page.locator(RESPONSE_PANE).innerText());
+}
+
+const parsedOrUndefined = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The response pane's text, parsed; undefined while it holds no whole JSON document. */
+export async function responsePaneJson(page: Page): Promise<unknown> {
+  return parsedOrUndefined(await responsePaneText(page));
+}
+
+const ACCEPTED = 'a whole JSON result that the test takes';
+
+/**
+ * The result GraphiQL shows, once its response pane holds a whole JSON document that `accept` takes
+ * (a test running a second operation waits for a result other than the first's).
+ */
+export async function shownResult(page: Page, accept: (result: unknown) => boolean = () => true, timeout = 20_000): Promise<unknown> {
+  let result: unknown;
+  await expect
+    .poll(async () => {
+      const text = await responsePaneText(page);
+      result = parsedOrUndefined(text);
+      // On a timeout the failure names what the pane showed.
+      return result !== undefined && accept(result) ? ACCEPTED : text;
+    }, { timeout })
+    .toBe(ACCEPTED);
+  return result;
+}
+
+/** The GraphQL document a request to /graphql carries: in its JSON body (POST) or its `query` parameter (GET). */
+function documentOf(request: Request): string | undefined {
+  const url = new URL(request.url());
+  if (url.pathname !== '/graphql') return undefined;
+  if (request.method() === 'GET') return url.searchParams.get('query') ?? undefined;
+  return request.postData() ?? undefined;
+}
+
+/**
+ * Clicks the execute button and waits for the request to /graphql it sends, the one whose document
+ * names `field` (GraphiQL posts queries and opens subscriptions' event streams with GET).
+ */
+export async function execute(page: Page, field: string): Promise<Request> {
+  const sent = page.waitForRequest((r) => Boolean(documentOf(r)?.includes(field)));
+  await page.locator('.graphiql-execute-button').click();
+  return sent;
+}
