@@ -1,7 +1,7 @@
 // previewInvitations over real HTTP: the verdicts sendInvitations would give per address, its
 // whole-request refusals with the same messages and flags, and nothing written, locked or sent.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { graphql } from '../generated/gql.js';
+import { PreviewInvitations } from '../support/invitation-documents.js';
 import type { SendInvitationsInput } from '../generated/graphql.js';
 import { gql } from '../support/graphql.js';
 import { createInvitations } from '../support/invitations.js';
@@ -13,37 +13,6 @@ beforeAll(async () => {
   server = await startTestServer();
 });
 afterAll(() => server.close());
-
-const PreviewInvitations = graphql(`
-  query PreviewInvitations($input: SendInvitationsInput!) {
-    previewInvitations(input: $input) {
-      __typename
-      ... on InvitationPreview {
-        wouldInvite
-        addresses {
-          email
-          willInvite
-          reason
-          deactivated
-        }
-      }
-      ... on Error {
-        message
-        code
-      }
-      ... on InvitationFailedError {
-        errors {
-          email
-          reason
-          deactivated
-        }
-        sentInvitations
-        dailyLimitReached
-        licenseLimitReached
-      }
-    }
-  }
-`);
 
 const world = (customize?: Parameters<typeof createWorld>[1]) => createWorld(server.app.prisma, customize);
 

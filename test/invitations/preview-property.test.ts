@@ -6,8 +6,9 @@
 // for every address and stores exactly the invitations it announced, or the same refusal.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { PreviewInvitations } from '../support/invitation-documents.js';
 import { graphql } from '../generated/gql.js';
-import type { PreviewBeforeSendQuery, Role, SendInvitationsInput } from '../generated/graphql.js';
+import type { PreviewInvitationsQuery, Role, SendInvitationsInput } from '../generated/graphql.js';
 import { gql } from '../support/graphql.js';
 import { createInvitations } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -25,37 +26,6 @@ beforeAll(async () => {
   other = await createWorld(server.app.prisma);
 });
 afterAll(() => server?.close());
-
-const PreviewBeforeSend = graphql(`
-  query PreviewBeforeSend($input: SendInvitationsInput!) {
-    previewInvitations(input: $input) {
-      __typename
-      ... on InvitationPreview {
-        wouldInvite
-        addresses {
-          email
-          willInvite
-          reason
-          deactivated
-        }
-      }
-      ... on Error {
-        message
-        code
-      }
-      ... on InvitationFailedError {
-        errors {
-          email
-          reason
-          deactivated
-        }
-        sentInvitations
-        dailyLimitReached
-        licenseLimitReached
-      }
-    }
-  }
-`);
 
 const SendAfterPreview = graphql(`
   mutation SendAfterPreview($input: SendInvitationsInput!) {
@@ -218,10 +188,10 @@ async function toInput(w: World, g: GeneratedInput): Promise<SendInvitationsInpu
 
 // --- The property --------------------------------------------------------------------------------
 
-type Preview = PreviewBeforeSendQuery['previewInvitations'];
+type Preview = PreviewInvitationsQuery['previewInvitations'];
 
 async function previewOf(w: World, caller: WorldUserName, input: SendInvitationsInput) {
-  const result = await gql(server.url, PreviewBeforeSend, { input }, w.users[caller].auth);
+  const result = await gql(server.url, PreviewInvitations, { input }, w.users[caller].auth);
   expect(result.errors).toBeUndefined();
   return result.data!.previewInvitations;
 }

@@ -1,0 +1,35 @@
+// GraphQL documents more than one test file sends.
+import { graphql } from '../generated/gql.js';
+
+/** previewInvitations with every field of each verdict and refusal. */
+export const PreviewInvitations = graphql(`
+  query PreviewInvitations($input: SendInvitationsInput!) {
+    previewInvitations(input: $input) {
+      __typename
+      ... on InvitationPreview {
+        wouldInvite
+        addresses {
+          email
+          willInvite
+          reason
+          deactivated
+        }
+      }
+      ... on Error {
+        message
+        code
+      }
+      ... on InvitationFailedError {
+        errors {
+          email
+          reason
+          deactivated
+        }
+        sentInvitations
+        dailyLimitReached
+        licenseLimitReached
+      }
+    }
+  }
+`);
+
