@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
+import { LISTENER_NAME } from '../../src/db/notifications.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
@@ -268,6 +269,23 @@ describe('credentials and origins', () => {
     expect(await allowed.next(300)).toBe('silent');
     await allowed.close();
   });
+});
+
+test('while the listening connection was down: a key reset still ends the subscription, and a waiting poll is answered', async () => {
+  const world = await newWorld();
+  const subscription = await follow('sse', world, 'admin', EmojiChanges, {});
+  const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+  const queueId = registered.body.queue_id as string;
+  const waiting = callApi(server.url, 'GET', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId, last_event_id: '-1' } });
+  await eventually(async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null);
+  // The key is reset while the process hears nothing: its NOTIFY is lost.
+  await runOnTestDatabase(
+    `WITH listener AS (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $2)
+     UPDATE user_account SET "apiKeyHash" = md5(random()::text) WHERE id = $1 AND (SELECT count(*) FROM listener) > 0`,
+    [world.users.admin.id, LISTENER_NAME],
+  );
+  expect(await subscription.next(5_000)).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+  expect(await waiting).toMatchObject({ status: 200, body: { result: 'success', events: [], queue_id: queueId } });
 });
 
 test('shutdown ends every stream at once, on both transports', async () => {

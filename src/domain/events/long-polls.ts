@@ -203,7 +203,14 @@ export class EventPolls implements NotificationSubscriber {
     void this.waiting.get(queueId)?.answerNow();
   }
 
-  listening(): void {}
+  /**
+   * After the listening connection came back, a takeover or a DELETE notified meanwhile was missed:
+   * every waiting request is answered with what its queue holds (its client polls again at once).
+   */
+  listening(on: boolean): void {
+    if (!on) return;
+    for (const poll of this.waiting.values()) void poll.answerNow();
+  }
 
   private heartbeatMs(): number {
     const seconds = this.app.config.eventHeartbeatSeconds ?? 45 + Math.random() * 10;
