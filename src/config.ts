@@ -53,6 +53,8 @@ export interface Config {
   metrics: MetricsConfig;
   /** How long a long poll of GET /events waits before its heartbeat; undefined: 45-55 s, as the reference. */
   eventHeartbeatSeconds?: number;
+  /** GraphQL subscriptions one process holds at most; more are refused with 503 (clients go elsewhere). */
+  maxSubscriptions: number;
 }
 
 export interface MetricsConfig {
@@ -203,6 +205,8 @@ function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): MetricsConfig 
 }
 /** See the README's configuration table: with the server's own 130-150 MiB, under 512 MiB resident. */
 const DEFAULT_MEMORY_BUDGET_MIB = 160;
+/** About 40 KiB each (SSE; half over WebSocket): 200 MiB at most. */
+const DEFAULT_MAX_SUBSCRIPTIONS = 5_000;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.HOST || '127.0.0.1';
@@ -232,5 +236,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: metricsConfig(env, listenPort),
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
     eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
+    maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
   };
 }

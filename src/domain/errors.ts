@@ -16,7 +16,7 @@ export type ErrorCode =
 export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID';
 
 /** Codes that end a GraphQL subscription (src/domain/events/streams.ts). */
-export type SubscriptionErrorCode = 'EVENTS_PRUNED' | 'TOO_FAR_BEHIND';
+export type SubscriptionErrorCode = 'EVENTS_PRUNED' | 'TOO_FAR_BEHIND' | 'SERVICE_UNAVAILABLE';
 
 export interface DomainErrorOptions {
   code?: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode;

@@ -3,6 +3,7 @@
 // ending with a key reset or a deactivation, credentials, origins, limits, and a closed connection
 // or a shutdown ending the stream at once.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
@@ -286,6 +287,41 @@ test('while the listening connection was down: a key reset still ends the subscr
   );
   expect(await subscription.next(5_000)).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
   expect(await waiting).toMatchObject({ status: 200, body: { result: 'success', events: [], queue_id: queueId } });
+});
+
+test('at most 100 subscriptions a user on one server (one WebSocket carries them all here); the 101st is refused', async () => {
+  const world = await newWorld();
+  const client = createWsClient({
+    url: `${server.url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { Authorization: world.users.guest.auth },
+  });
+  const before = server.app.eventStreams!.size;
+  const stops: (() => void)[] = [];
+  try {
+    for (let i = 0; i < 100; i++) stops.push(client.subscribe({ query: 'subscription { customEmojiChanged { cursor } }' }, { next: () => {}, error: () => {}, complete: () => {} }));
+    await eventually(() => server.app.eventStreams!.size === before + 100, 10_000);
+    const refused = await new Promise((resolve) => client.subscribe({ query: 'subscription { customEmojiChanged { cursor } }' }, { next: resolve, error: resolve, complete: () => {} }));
+    expect(refused).toMatchObject({ errors: [{ message: 'A user may hold at most 100 subscriptions on one server: close some first.', extensions: { code: 'BAD_REQUEST' } }] });
+  } finally {
+    for (const stop of stops) stop();
+    await client.dispose();
+  }
+  await eventually(() => server.app.eventStreams!.size === before);
+});
+
+test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE', async () => {
+  const small = await startTestServer({ maxSubscriptions: 2 });
+  try {
+    const world = await createWorld(small.app.prisma);
+    const held = [subscribe('ws', small.url, world.users.member.auth, EmojiChanges, {}), subscribe('sse', small.url, world.users.admin.auth, EmojiChanges, {})];
+    await eventually(() => small.app.eventStreams!.size === 2);
+    const refused = subscribe('sse', small.url, world.users.owner.auth, EmojiChanges, {});
+    expect(await refused.next()).toMatchObject({ errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] });
+    await Promise.all([...held, refused].map((s) => s.close()));
+  } finally {
+    await small.close();
+  }
 });
 
 test('shutdown ends every stream at once, on both transports', async () => {

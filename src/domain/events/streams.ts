@@ -14,6 +14,9 @@ import { LOGGED_EVENT_COLUMNS, loggedEvent, type EventReader, type LoggedEvent, 
 
 /** New events a stream holds for a subscriber that does not take them; one more ends it. */
 export const MAX_HELD_EVENTS = 1_000;
+/** One user's subscriptions in one process. */
+export const MAX_SUBSCRIPTIONS_PER_USER = 100;
+const RETRY_AFTER_SECONDS = 5;
 const REPLAY_PAGE = 200;
 const CURSOR_PREFIX = 'event:';
 
@@ -49,6 +52,15 @@ const tooFarBehind = () =>
   new DomainError(`The subscriber fell more than ${MAX_HELD_EVENTS} events behind: subscribe again with \`after\` set to the last cursor received.`, {
     code: 'TOO_FAR_BEHIND',
   });
+
+const processFull = () =>
+  new DomainError('This server holds as many subscriptions as it may: try again later (or another server).', {
+    code: 'SERVICE_UNAVAILABLE',
+    status: 503,
+    headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+  });
+
+const tooManyOfUser = () => badRequest(`A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} subscriptions on one server: close some first.`);
 
 /** The subscriber's events of these types after `position`, oldest first. */
 const FOLLOWED_EVENTS = `
@@ -161,6 +173,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
 
 export class EventStreams {
   private readonly open = new Set<EventStream>();
+  private readonly openByUser = new Map<number, number>();
   private closing = false;
 
   private readonly credentialWatch: CredentialWatch;
@@ -178,6 +191,8 @@ export class EventStreams {
    */
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
+    if (this.open.size >= this.app.config.maxSubscriptions) throw processFull();
+    if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
     const stream = new EventStream(this.app, actor, request.types);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
     stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id }, (event) => stream.offer(event)));
@@ -192,8 +207,8 @@ export class EventStreams {
       await stream.return();
       throw error;
     }
-    this.open.add(stream);
-    stream.onEnd(() => this.open.delete(stream));
+    this.count(stream, actor.id, +1);
+    stream.onEnd(() => this.count(stream, actor.id, -1));
     if (this.closing) stream.end();
     return stream;
   }
@@ -207,6 +222,14 @@ export class EventStreams {
   /** Streams open and following the log. */
   get size(): number {
     return this.open.size;
+  }
+
+  private count(stream: EventStream, userId: number, change: 1 | -1): void {
+    if (change > 0) this.open.add(stream);
+    else this.open.delete(stream);
+    const count = (this.openByUser.get(userId) ?? 0) + change;
+    if (count > 0) this.openByUser.set(userId, count);
+    else this.openByUser.delete(userId);
   }
 
   /** Where the log ends (everything committed positioned first) and how far it has been pruned. */
