@@ -106,15 +106,32 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     expect(await guest.next(300)).toBe('silent');
   });
 
-  test('invitationsChanged: administrators and the inviter, with the list as it stands; not other members', async () => {
+  test('invitationsChanged: owners, administrators and the inviter; not a member who is neither, nor another organization; nothing on a refusal or a resend', async () => {
     const world = await newWorld();
-    const admin = await follow(transport, world, 'admin', InvitationChanges, {});
-    const member = await follow(transport, world, 'member', InvitationChanges, {});
-    const sent = await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'new.person@lighthouse.example', stream_ids: '[]' });
-    expect(sent.status).toBe(200);
-    const received = await admin.next();
-    expect(received).toMatchObject({ data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'new.person@lighthouse.example' }]) } } });
-    expect(await member.next(500)).toBe('silent');
+    const other = await newWorld();
+    const subscribers = {
+      owner: await follow(transport, world, 'owner', InvitationChanges, {}),
+      admin: await follow(transport, world, 'admin', InvitationChanges, {}),
+      member: await follow(transport, world, 'member', InvitationChanges, {}),
+      moderator: await follow(transport, world, 'moderator', InvitationChanges, {}),
+      outsider: await follow(transport, other, 'owner', InvitationChanges, {}),
+    };
+    const invite = (email: string) => postInvites(server.url, world.users.member.auth, { invitee_emails: email, stream_ids: '[]' });
+    expect((await invite('not-an-address')).status).toBe(400);
+    expect((await invite('new.person@lighthouse.example')).status).toBe(200);
+    const listed = (emails: string[]) => ({ data: { invitationsChanged: { cursor: expect.any(String), invitations: emails.map((email) => ({ email })) } } });
+    const everyPending = (await server.app.prisma.invitation.findMany({ where: { organizationId: world.org.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    expect(await subscribers.owner.next()).toEqual(listed(everyPending));
+    expect(await subscribers.admin.next()).toEqual(listed(everyPending));
+    const own = (await server.app.prisma.invitation.findMany({ where: { referrerId: world.users.member.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    expect(await subscribers.member.next()).toEqual(listed(own));
+    // A resend sends nothing; the revocation that follows is the inviter's next event.
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'new.person@lighthouse.example' } });
+    expect((await callApi(server.url, 'POST', `/invites/${invitation.id}/resend`, { authorization: world.users.admin.auth })).status).toBe(200);
+    expect((await callApi(server.url, 'DELETE', `/invites/${invitation.id}`, { authorization: world.users.admin.auth })).status).toBe(200);
+    expect(await subscribers.member.next()).toEqual(listed(own.filter((email) => email !== 'new.person@lighthouse.example')));
+    expect(await subscribers.moderator.next(300)).toBe('silent');
+    expect(await subscribers.outsider.next(300)).toBe('silent');
   });
 
   test('attachmentsChanged: the owner only, ADDED with the file, REMOVED with none', async () => {
