@@ -194,6 +194,11 @@ export class EventPolls implements NotificationSubscriber {
     }
   }
 
+  /** Requests waiting in this process. */
+  get size(): number {
+    return this.waiting.size;
+  }
+
   forget(poll: WaitingPoll): void {
     if (this.waiting.get(poll.queue.id) === poll) this.waiting.delete(poll.queue.id);
   }
