@@ -14,6 +14,8 @@ import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { invitationWrites } from './bench/invitation-rows.js';
+import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
+import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
@@ -167,6 +169,10 @@ const SCENARIOS: RegisteredScenario[] = [
 const isSelected = (entry: Pick<RegisteredScenario, 'name' | 'word'>) =>
   !flags.only || flags.only.some((word) => (entry.word ? word === entry.word : entry.name.toLowerCase().includes(word.toLowerCase())));
 
+/** The measurements that are not a floor comparison, after the scenarios; `--only <word>` runs one. */
+const LIVE = { name: LIVE_SCENARIO, word: 'live' };
+const PAGES = { name: PAGES_SCENARIO, word: 'pages', organization: 'pages' as DataSet };
+
 /** The hoarder is the benchmark user (an administrator, who also invites); the other user a member. */
 const hostileParties = (org: Organization) => ({ id: org.id, authorization: org.authorizations[0]!, otherUser: org.authorizations[1]! });
 
@@ -176,6 +182,14 @@ async function assertSameRefusal(org: Organization, { floor, real }: Pair) {
     fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: asAdministrator(org) }).then(async (r) => `${r.status} ${await r.text()}`);
   const [a, b] = [await missing(floor), await missing(real)];
   if (a !== b) throw new Error(`unknown emoji: the floor answered ${a}, the server ${b}`);
+}
+
+/** The server alone, ROUNDS rounds (its median round): for comparing one server's figures under different conditions. */
+async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<Round> {
+  const expected = await agreedAnswer(scenario, { floor: server, real: server });
+  const rounds: Round[] = [];
+  for (let i = 0; i < ROUNDS; i++) rounds.push(await runRound(scenario, server, expected, LOAD));
+  return median(rounds);
 }
 
 /** Alternates floor and server, ROUNDS times each; summarizes each side by its median round. */
@@ -222,7 +236,9 @@ async function measureRateLimited(scenario: Scenario, env: Record<string, string
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
-async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileResult }> {
+type ModeResults = ModeResult & { hostile?: HostileResult; live?: LiveResult; pages?: PagesResult };
+
+async function benchMode(mode: Mode): Promise<ModeResults> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
   await chmod(workDir, 0o755);
@@ -241,7 +257,8 @@ async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileRe
     db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
-      if (name === 'main' || entries.some((entry) => entry.organization === name)) organizations[name] = await importOrganization(name, env, workDir, db);
+      const needed = name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));
+      if (needed) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -260,10 +277,26 @@ async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileRe
       results.push(result);
     }
     const realPeaks = realRss.stop();
+    const main = organizations.main!;
+    const pool = db;
+    const live = isSelected(LIVE)
+      ? await runLive({
+          databaseUrl,
+          env: common,
+          workDir,
+          db,
+          org: { id: main.id, authorizations: main.authorizations, emoji: main.volume.emoji },
+          sizes: flags.quick ? LIVE_QUICK : LIVE_FULL,
+          throughput: (server) => serverRounds({ name: 'DELETE /api/v1/realm/emoji/{name}', ...emojiDeactivation(main, pool) }, server),
+        })
+      : undefined;
+    const pages = isSelected(PAGES) ? await runPages(real, db, organizations.pages!, ROUNDS) : undefined;
     // Last, on its own: it adds 60,000 files and 30,000 invitations, and its memory is not the normal load's.
     const hostile = isSelected({ name: HOSTILE_SCENARIO }) ? await runHostile(real, db, hostileParties(organizations.main!)) : undefined;
     return {
       hostile,
+      live,
+      pages,
       mode: mode.kind,
       data: describeVolume(volumes.main),
       scenarios: results,
@@ -287,7 +320,7 @@ async function benchMode(mode: Mode): Promise<ModeResult & { hostile?: HostileRe
 
 async function main() {
   const external = process.env.DATABASE_URL;
-  const modes: (ModeResult & { hostile?: HostileResult })[] = [];
+  const modes: ModeResults[] = [];
   const outbox: OutboxFairnessResult[] = [];
   // The outbox scenario runs a server of its own: `--only outbox` runs nothing else.
   const onlyOutbox = flags.only?.every((word) => OUTBOX_SCENARIO.toLowerCase().includes(word.toLowerCase()));
@@ -303,7 +336,7 @@ async function main() {
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + hostileMarkdown(modes) + outboxMarkdown(outbox);
+  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);

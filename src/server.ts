@@ -94,7 +94,7 @@ export async function startServer(
   app.eventStreams = eventStreams;
   const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
-  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox });
+  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
   const { http, graphql } = createApp(app, { draining: () => draining });
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);

@@ -7,6 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { StartupError } from '../src/startup-error.js';
 import { basicAuth, startTestServer, type TestServer } from './support/server.js';
+import { subscribe, TRANSPORTS } from './support/subscriptions.js';
 import { createWorld, type World } from './support/world.js';
 
 type Labels = Record<string, string>;
@@ -158,6 +159,34 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     expect(scraped.samples('teamchat_db_pool_connections').map((sample) => sample.labels?.state).sort()).toEqual(['idle', 'in_use']);
     expect(scraped.value('teamchat_db_pool_connections')).toBeGreaterThan(0);
     expect(scraped.value('teamchat_db_pool_waiting')).toBe(0);
+  });
+
+  test('open subscriptions and waiting long polls: counted while open, no longer once closed', async () => {
+    const member = world.users.member.auth;
+    const counts = async () => {
+      const scraped = await scrape(metricsOf(main));
+      return { streams: scraped.value('teamchat_event_streams'), polls: scraped.value('teamchat_event_polls_waiting') };
+    };
+    expect(await counts()).toEqual({ streams: 0, polls: 0 });
+    const subscriptions = TRANSPORTS.map((transport) => subscribe(transport, main.url, member, 'subscription { customEmojiChanged { cursor } }', {}));
+    const registered = await fetch(`${main.url}/api/v1/register`, {
+      method: 'POST',
+      headers: { authorization: member, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'event_types=%5B%22invites_changed%22%5D',
+    });
+    const { queue_id: queueId } = await registered.json();
+    const abort = new AbortController();
+    const poll = fetch(`${main.url}/api/v1/events?queue_id=${queueId}&last_event_id=-1`, { headers: { authorization: member }, signal: abort.signal }).catch(() => 'aborted');
+    try {
+      await eventually(async () => expect(await counts()).toEqual({ streams: 2, polls: 1 }), 5);
+      await subscriptions[0]!.close();
+      await eventually(async () => expect(await counts()).toEqual({ streams: 1, polls: 1 }), 1);
+    } finally {
+      abort.abort();
+      await poll;
+      for (const subscription of subscriptions) await subscription.close();
+    }
+    await eventually(async () => expect(await counts()).toEqual({ streams: 0, polls: 0 }), 1);
   });
 
   test('REST requests by route template and status, never the raw path; their statements are timed', async () => {

@@ -64,8 +64,8 @@ async function send(url: string, init: RequestInit): Promise<number | string> {
   }
 }
 
-/** Gives the hoarder FILES more files (rows only, counted in the organization's total as uploads are). */
-async function addFiles(db: pg.Pool, organizationId: number, authorization: string) {
+/** Gives the user `count` more files (rows only, counted in the organization's total as uploads are). */
+export async function addFiles(db: pg.Pool, organizationId: number, authorization: string, count: number) {
   const email = Buffer.from(authorization.slice('Basic '.length), 'base64').toString().split(':')[0];
   const { rows } = await db.query('SELECT id FROM user_account WHERE email = $1 AND "organizationId" = $2', [email, organizationId]);
   const ownerId = rows[0].id;
@@ -76,7 +76,7 @@ async function addFiles(db: pg.Pool, organizationId: number, authorization: stri
          FROM generate_series(1, $3::int) n
        RETURNING size)
      UPDATE organization SET "uploadSpaceUsed" = "uploadSpaceUsed" + (SELECT sum(size) FROM added) WHERE id = $1::int`,
-    [organizationId, ownerId, FILES],
+    [organizationId, ownerId, count],
   );
   await db.query('ANALYZE attachment');
 }
@@ -87,7 +87,7 @@ async function repeat(until: number, into: Tally, request: () => Promise<number 
 }
 
 export async function runHostile(real: BenchProcess, db: pg.Pool, org: HostileOrganization): Promise<HostileResult> {
-  await addFiles(db, org.id, org.authorization);
+  await addFiles(db, org.id, org.authorization, FILES);
   const url = real.url;
   const hoarder = { authorization: org.authorization };
   const result: HostileResult = {

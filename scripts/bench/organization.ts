@@ -22,6 +22,9 @@ export const FULL = {
   large: { users: 50, attachments: 200_000, ownedByBenchUser: 500, linksPerOwned: 3, emoji: 0 },
   // Members who invite in turn under the default rate limits.
   crowd: { users: 500, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 },
+  // A user with 50 files beside one who is given 60,000 (scripts/bench/pages.ts); no messages, so
+  // that the files of both cost alike.
+  pages: { users: 2, attachments: 50, ownedByBenchUser: 50, linksPerOwned: 0, emoji: 0 },
 } satisfies Record<string, Volume>;
 
 // Emoji: at least as many as one round deactivates (a name asked twice in a round answers 404, a
@@ -31,6 +34,7 @@ export const QUICK = {
   small: { users: 20, attachments: 200, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
   large: { users: 20, attachments: 5_000, ownedByBenchUser: 50, linksPerOwned: 3, emoji: 0 },
   crowd: { users: 100, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 },
+  pages: FULL.pages,
 } satisfies Record<string, Volume>;
 
 export type DataSet = keyof typeof FULL;

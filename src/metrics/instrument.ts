@@ -6,6 +6,7 @@ import type { RateLimiter } from '../domain/auth/rate-limit.js';
 import type { OutboxWorker } from '../domain/email/worker.js';
 import type { Logger } from '../logging.js';
 import { observeOutbox, observePool } from './database.js';
+import { observeEvents } from './events.js';
 import { ServerMetrics } from './metrics.js';
 import { reportDeliveries } from './outbox.js';
 
@@ -22,11 +23,14 @@ interface InstrumentedParts {
   sql: Sql;
   rateLimiter: RateLimiter;
   outbox: OutboxWorker | null;
+  /** Open subscriptions and waiting long polls (their `size`). */
+  events: Parameters<typeof observeEvents>[1];
 }
 
 export function instrumentServer(metrics: ServerMetrics, parts: InstrumentedParts): void {
   observePool(metrics, parts.pool);
   observeOutbox(metrics, parts.sql);
+  observeEvents(metrics, parts.events);
   parts.rateLimiter.onRefusal = (kind) => metrics.rateLimitRefusals.inc({ kind });
   if (parts.outbox) reportDeliveries(parts.outbox, metrics);
 }

@@ -18,6 +18,7 @@ import {
   LONGEST_WAIT_SECS,
   markWaiting,
   queuedEvents,
+  queueTakes,
   removeExpired,
 } from './queues.js';
 
@@ -61,7 +62,9 @@ class WaitingPoll {
 
   async begin(reader: EventReader, heartbeatMs: number): Promise<void> {
     // Listening before the first read: an event committed in between is either read or heard of.
-    this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId }, () => this.check());
+    // Only events the queue takes: the others would cost a read of the queue each, for nothing.
+    const interest = { organizationId: this.queue.organizationId, userId: this.queue.userId };
+    this.unsubscribe = reader.subscribe(interest, (event) => queueTakes(this.queue, event.type) && this.check());
     this.unwatch = this.polls.credentialWatch.watch(this.credentials, (error) => this.fail(error));
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {
@@ -192,6 +195,11 @@ export class EventPolls implements NotificationSubscriber {
     else if (queue.waitingUntil !== null && queue.waitingUntil > Date.now()) {
       await this.app.sql.rows('SELECT pg_notify($1, $2)', [QUEUE_TAKEN_CHANNEL, queue.id]);
     }
+  }
+
+  /** Requests waiting in this process. */
+  get size(): number {
+    return this.waiting.size;
   }
 
   forget(poll: WaitingPoll): void {

@@ -6,7 +6,7 @@
 // subscriptions) learn of events here, not by each querying the log. After a failed read it reads on
 // from where it was, so an outage loses nothing.
 import type { Sql } from '../../db/sql.js';
-import { positionEventsUnlessBusy } from './positions.js';
+import { positionCommittedEvents, positionEventsUnlessBusy } from './positions.js';
 
 export const READ_INTERVAL_MS = 80;
 const ROWS_PER_READ = 1_000;
@@ -75,8 +75,9 @@ export class EventReader {
    */
   async ready(): Promise<void> {
     while (this.lastSeen === undefined) {
-      this.startingPoint ??= this.sql
-        .rows<{ id: string | null }>('SELECT max(position)::text AS id FROM event', [])
+      // Positioned first: what committed before the subscriber came (while no reader ran) is not new to it.
+      this.startingPoint ??= positionCommittedEvents(this.sql)
+        .then(() => this.sql.rows<{ id: string | null }>('SELECT max(position)::text AS id FROM event', []))
         .then(([row]) => void (this.lastSeen ??= Number(row?.id ?? 0)))
         .finally(() => (this.startingPoint = undefined));
       await this.startingPoint;

@@ -1,0 +1,71 @@
+// What the process's one reader of the event log wakes, on a server of this file's own database (no
+// other reader positions its events): the first subscriber after a quiet spell does not receive
+// what committed before it came, and a waiting long poll is not woken (no read of its queue) by
+// events its queue does not take.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { countStatements } from '../../src/db/statement-counter.js';
+import { callApi } from '../support/rest.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { eventually, subscribe } from '../support/subscriptions.js';
+import { createWorld, type World } from '../support/world.js';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.close());
+
+const deactivateEmoji = (world: World, name: string) => callApi(server.url, 'DELETE', `/realm/emoji/${name}`, { authorization: world.users.owner.auth });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('an event committed while nobody followed the log is not new to the first subscriber', async () => {
+  const world = await createWorld(server.app.prisma);
+  expect((await deactivateEmoji(world, 'lighthouse')).status).toBe(200);
+  const subscription = subscribe('sse', server.url, world.users.member.auth, 'subscription { customEmojiChanged { change emoji { name } } }', {});
+  try {
+    // Several reader ticks (80 ms) after it follows the log.
+    const first = subscription.next(600);
+    await eventually(() => server.app.eventStreams!.size === 1);
+    expect(await first).toBe('silent');
+    expect((await deactivateEmoji(world, 'green_tick')).status).toBe(200);
+    expect(await subscription.next()).toEqual({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'green_tick' } } } });
+  } finally {
+    await subscription.close();
+  }
+  await eventually(() => server.app.eventStreams!.size === 0);
+});
+
+test('a waiting long poll is not woken (no read of its queue) by an event its queue does not take', async () => {
+  const world = await createWorld(server.app.prisma);
+  const statements = countStatements();
+  const polls = 20;
+  const aborts: AbortController[] = [];
+  const waiting: Promise<unknown>[] = [];
+  for (let i = 0; i < polls; i++) {
+    const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["attachment"]' } });
+    expect(registered.status).toBe(200);
+    const abort = new AbortController();
+    aborts.push(abort);
+    const url = `${server.url}/api/v1/events?queue_id=${registered.body.queue_id}&last_event_id=-1`;
+    waiting.push(fetch(url, { headers: { authorization: world.users.member.auth }, signal: abort.signal }).catch(() => 'aborted'));
+  }
+  try {
+    await eventually(() => server.app.eventPolls!.size === polls);
+    // The same window with and without an event of another type: the polls read nothing more.
+    const window = async (during: () => Promise<unknown>) => {
+      await sleep(200);
+      const before = statements();
+      await during();
+      await sleep(400);
+      return statements() - before;
+    };
+    const quiet = await window(() => sleep(0));
+    const withEvent = await window(() => deactivateEmoji(world, 'lighthouse').then((answer) => expect(answer.status).toBe(200)));
+    // The deactivation's own statements and the reader's ticks; one read per poll would be 20 more.
+    expect(withEvent - quiet).toBeLessThan(polls / 2);
+    expect(server.app.eventPolls!.size).toBe(polls);
+  } finally {
+    for (const abort of aborts) abort.abort();
+    await Promise.all(waiting);
+  }
+});
