@@ -18,7 +18,6 @@ import {
   LONGEST_WAIT_SECS,
   markWaiting,
   queuedEvents,
-  queueTakes,
   removeExpired,
 } from './queues.js';
 
@@ -63,8 +62,8 @@ class WaitingPoll {
   async begin(reader: EventReader, heartbeatMs: number): Promise<void> {
     // Listening before the first read: an event committed in between is either read or heard of.
     // Only events the queue takes: the others would cost a read of the queue each, for nothing.
-    const interest = { organizationId: this.queue.organizationId, userId: this.queue.userId };
-    this.unsubscribe = reader.subscribe(interest, (event) => queueTakes(this.queue, event.type) && this.check());
+    const types = this.queue.everyType ? null : this.queue.eventTypes;
+    this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId, types }, () => this.check());
     this.unwatch = this.polls.credentialWatch.watch(this.credentials, (error) => this.fail(error));
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {

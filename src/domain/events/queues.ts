@@ -138,9 +138,6 @@ async function lockOwnQueue(tx: Sql, actor: Actor, queueId: string): Promise<Eve
 const QUEUE_MATCH = `e."organizationId" = $1 AND e.position > $2 AND (e."recipientIds" = '{}' OR $3 = ANY(e."recipientIds"))
   AND (e."queueId" IS NULL OR e."queueId" = $4) AND ($5 OR e.type = ANY($6::text[]) OR e.type = 'heartbeat')`;
 
-/** Whether an event of this type can be in the queue (QUEUE_MATCH's type rule; a heartbeat is its own queue's, answered by its poll). */
-export const queueTakes = (queue: EventQueue, type: string) => queue.everyType || queue.eventTypes.includes(type);
-
 const queueMatchValues = (queue: EventQueue) => [queue.organizationId, queue.floor, queue.userId, queue.id, queue.everyType, queue.eventTypes];
 
 /**

@@ -26,6 +26,8 @@ export interface LoggedEvent {
 export interface EventInterest {
   organizationId: number;
   userId: number;
+  /** The event types it takes; null: every type. */
+  types: readonly string[] | null;
 }
 
 export interface LoggedEventRow {
@@ -47,7 +49,11 @@ interface Subscription extends EventInterest {
 }
 
 export class EventReader {
-  private readonly byOrganization = new Map<number, Set<Subscription>>();
+  /**
+   * Subscriptions by organization and type (EVERY_TYPE: those that take every type), then by user: an
+   * event visits only those that take it, however many others wait (idle ones cost nothing).
+   */
+  private readonly subscriptions = new Map<string, Map<number, Set<Subscription>>>();
   private lastSeen: number | undefined;
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
@@ -87,12 +93,22 @@ export class EventReader {
   /** Tell `listener` about each new event for this user of this organization; returns the unsubscribe. */
   subscribe(interest: EventInterest, listener: EventListener): () => void {
     const subscription: Subscription = { ...interest, listener };
-    let subscriptions = this.byOrganization.get(interest.organizationId);
-    if (!subscriptions) this.byOrganization.set(interest.organizationId, (subscriptions = new Set()));
-    subscriptions.add(subscription);
+    const keys = (interest.types ?? [EVERY_TYPE]).map((type) => bucketKey(interest.organizationId, type));
+    for (const key of keys) {
+      let byUser = this.subscriptions.get(key);
+      if (!byUser) this.subscriptions.set(key, (byUser = new Map()));
+      let own = byUser.get(interest.userId);
+      if (!own) byUser.set(interest.userId, (own = new Set()));
+      own.add(subscription);
+    }
     return () => {
-      subscriptions.delete(subscription);
-      if (subscriptions.size === 0 && this.byOrganization.get(interest.organizationId) === subscriptions) this.byOrganization.delete(interest.organizationId);
+      for (const key of keys) {
+        const byUser = this.subscriptions.get(key);
+        const own = byUser?.get(interest.userId);
+        if (!own?.delete(subscription) || own.size > 0) continue;
+        byUser!.delete(interest.userId);
+        if (byUser!.size === 0) this.subscriptions.delete(key);
+      }
     };
   }
 
@@ -105,7 +121,7 @@ export class EventReader {
   }
 
   private async read(): Promise<void> {
-    if (this.byOrganization.size === 0) {
+    if (this.subscriptions.size === 0) {
       // Nobody listens: the next subscriber starts from the log's end again (ready()).
       this.lastSeen = undefined;
       return;
@@ -123,12 +139,15 @@ export class EventReader {
   }
 
   private dispatch(event: LoggedEvent): void {
-    const subscriptions = this.byOrganization.get(event.organizationId);
-    if (!subscriptions) return;
-    const forAll = event.recipientIds.length === 0;
-    const recipients = forAll ? undefined : new Set(event.recipientIds);
-    for (const subscription of [...subscriptions]) {
-      if (forAll || recipients!.has(subscription.userId)) subscription.listener(event);
+    for (const type of [event.type, EVERY_TYPE]) {
+      const byUser = this.subscriptions.get(bucketKey(event.organizationId, type));
+      if (!byUser) continue;
+      // An empty recipient list is every user of the organization.
+      const recipients = event.recipientIds.length === 0 ? byUser.values() : event.recipientIds.map((id) => byUser.get(id));
+      for (const own of recipients) for (const subscription of own ?? []) subscription.listener(event);
     }
   }
 }
+
+const EVERY_TYPE = '*';
+const bucketKey = (organizationId: number, type: string) => `${organizationId}:${type}`;

@@ -195,7 +195,7 @@ export class EventStreams {
     if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
     const stream = new EventStream(this.app, actor, request.types);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
-    stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id }, (event) => stream.offer(event)));
+    stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) => stream.offer(event)));
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
     try {
       await this.reader.ready();
