@@ -143,13 +143,23 @@ function findFile(dir: string, name: string, depth: number): string | undefined 
 export function sampleRss(server: number, database: () => number[]) {
   let serverPeak = rssOf(server);
   let databasePeak = 0;
+  let databaseCounted = true;
   const sample = () => {
     serverPeak = Math.max(serverPeak, rssOf(server));
-    databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + pssOf(pid), 0));
+    if (databaseCounted) databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + pssOf(pid), 0));
   };
   sample();
   const timer = setInterval(sample, 100);
   return {
+    /** While `work` runs, the database's memory is not counted (it serves other processes' connections then). */
+    async withoutDatabase<T>(work: () => Promise<T>): Promise<T> {
+      databaseCounted = false;
+      try {
+        return await work();
+      } finally {
+        databaseCounted = true;
+      }
+    },
     stop() {
       clearInterval(timer);
       sample();

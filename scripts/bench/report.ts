@@ -81,7 +81,7 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     lines.push(
       '',
       `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverIdle)} idle (after the import), ${mib(r.serverPeak)} peak under load` +
-        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS)`) +
+        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS; not counted while the rate-limited scenario's second server and floor use it)`) +
         `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
     );
   }
