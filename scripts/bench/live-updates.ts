@@ -54,6 +54,8 @@ interface FanOut {
   subscribers: number;
   /** From A's answer to the receipt at the last subscriber, per event (ms). */
   latenciesMs: number[];
+  /** Subscription requests B never answered (counted by openOnB); the others are the ones measured. */
+  notOpened: number;
   /** Events not received by every subscriber within 10 s. */
   incomplete: number;
   statementsPerEvent: number;
@@ -138,20 +140,30 @@ const RAMP = 100;
  * Opens `count` clients of one kind on B, RAMP at a time, each batch once B counts the previous
  * (thousands of handshakes at once overflow the listening socket's backlog, not what is measured).
  */
-async function openOnB(clients: Clients, b: BenchProcess, group: string, kind: ClientKind, count: number, extra: { query?: string; eventTypes?: string[] }, authorizations: string[]) {
+/**
+ * A subscription request that B never answered within the wait is counted, not fatal, up to 1% of
+ * them (seen once in 3,000 in a run: an SSE request left without an answer); more fails the run.
+ */
+async function openOnB(clients: Clients, b: BenchProcess, group: string, kind: ClientKind, count: number, extra: { query?: string; eventTypes?: string[] }, authorizations: string[]): Promise<number> {
   const start = await openCounts(b);
+  let missing = 0;
   for (let opened = 0; opened < count; ) {
     const batch = Math.min(RAMP, count - opened);
     // Each batch starts at the next user, so that the clients spread over all of them.
     const users = authorizations.map((_, i) => authorizations[(opened + i) % authorizations.length]!);
     await clients.open(group, kind, b.url, users, batch, extra);
     opened += batch;
-    const expected = kind === 'poll' ? { ...start, polls: start.polls + opened } : { ...start, streams: start.streams + opened };
-    if ((await countsReach(b, expected, 30_000)) === null) {
-      const failures = clients.failures();
+    const held = (counts: { streams: number; polls: number }) => (kind === 'poll' ? counts.polls - start.polls : counts.streams - start.streams);
+    const expected = kind === 'poll' ? { ...start, polls: start.polls + opened - missing } : { ...start, streams: start.streams + opened - missing };
+    if ((await countsReach(b, expected, 30_000)) !== null) continue;
+    missing = opened - held(await openCounts(b));
+    const failures = clients.failures();
+    if (missing > Math.max(1, count / 100) || failures.count > 0) {
       throw new Error(`live: ${opened} ${kind} clients did not all open on B (${failures.count} client failures: ${failures.samples.join(' | ')})`);
     }
+    console.error(`live: ${missing} of ${opened} ${kind} clients not answered by B; going on without them`);
   }
+  return missing;
 }
 
 async function deactivate(server: BenchProcess, administrator: string, name: string): Promise<number> {
@@ -177,8 +189,9 @@ async function fanOut(
 ): Promise<FanOut> {
   const group = `fan-out-${subscribers}`;
   const sse = Math.ceil(subscribers / 2);
-  await openOnB(clients, b, group, 'sse', sse, { query: EMOJI_SUBSCRIPTION }, org.authorizations);
-  await openOnB(clients, b, group, 'ws', subscribers - sse, { query: EMOJI_SUBSCRIPTION }, org.authorizations);
+  const notOpened =
+    (await openOnB(clients, b, group, 'sse', sse, { query: EMOJI_SUBSCRIPTION }, org.authorizations)) +
+    (await openOnB(clients, b, group, 'ws', subscribers - sse, { query: EMOJI_SUBSCRIPTION }, org.authorizations));
   await sleep(1_000);
   const idleStarted = performance.now();
   const idleBefore = await b.statements();
@@ -192,8 +205,8 @@ async function fanOut(
   for (let k = 0; k < events; k++) {
     const name = emojiName(firstEmoji + k);
     const answered = await deactivate(a, org.authorizations[0]!, name);
-    const receipts = await clients.receipts(name, subscribers, 10_000);
-    if (!receipts || receipts.count < subscribers) incomplete++;
+    const receipts = await clients.receipts(name, subscribers - notOpened, 10_000);
+    if (!receipts || receipts.count < subscribers - notOpened) incomplete++;
     else latenciesMs.push(receipts.last - answered);
     // Not in step with the reader's 80 ms ticks.
     await sleep(100 + Math.random() * 80);
@@ -202,7 +215,7 @@ async function fanOut(
   const seconds = (performance.now() - started) / 1000;
   await clients.close(group);
   await countsReach(b, { streams: 0, polls: 0 }, 10_000);
-  const result = { subscribers, latenciesMs, incomplete, statementsPerEvent: (statements - idleStatementsPerSecond * seconds) / events, idleStatementsPerSecond };
+  const result = { subscribers, notOpened, latenciesMs, incomplete, statementsPerEvent: (statements - idleStatementsPerSecond * seconds) / events, idleStatementsPerSecond };
   console.error(`live fan-out, ${subscribers} subscribers: ${JSON.stringify({ ...result, latenciesMs: latenciesMs.map(Math.round) })}`);
   return result;
 }
@@ -280,8 +293,8 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     // Each user's queues stay within the limit of 50 (users share the subscriptions).
     if (n / org.authorizations.length > 50) throw new Error(`live: ${n} long polls need more than ${org.authorizations.length} users`);
     await openOnB(clients, b, 'sse', 'sse', n, { query: IDLE_SSE }, org.authorizations);
-    await openOnB(clients, b, 'ws', 'ws', n, { query: IDLE_WS }, org.authorizations);
-    await openOnB(clients, b, 'polls', 'poll', n, { eventTypes: ['attachment'] }, org.authorizations);
+    const wsMissing = await openOnB(clients, b, 'ws', 'ws', n, { query: IDLE_WS }, org.authorizations);
+    const pollsMissing = await openOnB(clients, b, 'polls', 'poll', n, { eventTypes: ['attachment'] }, org.authorizations);
     await sleep(2_000);
     const open = rssOf(pid);
     const peakRss = peak.stop().serverPeak;
@@ -289,7 +302,7 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
 
     const withIdle = await throughput(b);
     const closed = clients.close('sse');
-    const sseFreedMs = await countsReach(b, { streams: n, polls: n }, 10_000, 10);
+    const sseFreedMs = await countsReach(b, { streams: n - wsMissing, polls: n - pollsMissing }, 10_000, 10);
     await closed;
     await sleep(1_000);
     const afterSseClosed = rssOf(pid);
@@ -366,7 +379,7 @@ export function liveMarkdown(modes: { mode: string; live?: LiveResult }[]): stri
       '|---:|---:|---:|---:|---:|',
       ...l.fanOut.map(
         (f) =>
-          `| ${f.subscribers} | ${f.latenciesMs.length + f.incomplete} | ${median(f.latenciesMs).toFixed(0)} / ${quantile(f.latenciesMs, 0.99).toFixed(0)} / ${Math.max(...f.latenciesMs).toFixed(0)} ms | ${f.incomplete} | ${f.statementsPerEvent.toFixed(1)} (${f.idleStatementsPerSecond.toFixed(1)}) |`,
+          `| ${f.subscribers}${f.notOpened ? ` (${f.notOpened} not answered)` : ''} | ${f.latenciesMs.length + f.incomplete} | ${median(f.latenciesMs).toFixed(0)} / ${quantile(f.latenciesMs, 0.99).toFixed(0)} / ${Math.max(...f.latenciesMs).toFixed(0)} ms | ${f.incomplete} | ${f.statementsPerEvent.toFixed(1)} (${f.idleStatementsPerSecond.toFixed(1)}) |`,
       ),
       '',
     );
