@@ -341,6 +341,23 @@ test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE',
   }
 });
 
+test('a backlog of more than one positioning batch committed before: neither a new subscription nor a new queue receives it', async () => {
+  const world = await newWorld();
+  // 25,000 realm_emoji events that nobody has read yet (so none is positioned).
+  await runOnTestDatabase(
+    `INSERT INTO event ("organizationId", type, payload, "recipientIds")
+     SELECT $1, 'realm_emoji', jsonb_build_object('change', 'added', 'emoji', jsonb_build_object('id', n, 'organizationId', $1::int, 'name', 'old_' || n,
+            'deactivated', false, 'authorId', null, 'fileName', 'x.png', 'isAnimated', false)), '{}' FROM generate_series(1, 25000) n`,
+    [world.org.id],
+  );
+  const subscription = await follow('ws', world, 'member', EmojiChanges, {});
+  const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth, form: { event_types: '["realm_emoji"]' } });
+  expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+  expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
+  const polled = await callApi(server.url, 'GET', '/events', { authorization: world.users.guest.auth, query: { queue_id: registered.body.queue_id, last_event_id: '-1' } });
+  expect(polled.body.events).toHaveLength(1);
+});
+
 test('shutdown ends every stream at once, on both transports', async () => {
   const own = await startTestServer();
   try {

@@ -10,11 +10,23 @@ import { inSqlTransaction } from '../transaction.js';
 const POSITIONING_LOCK = 'SELECT pg_advisory_xact_lock(22, 0)';
 const TRY_POSITIONING_LOCK = 'SELECT pg_try_advisory_xact_lock(22, 0) AS locked';
 /** Positions come from the ids' own sequence: unique, and increasing from one positioning to the next. */
+const POSITIONS_AT_ONCE = 10_000;
 const POSITION_EVENTS = `
-  UPDATE event e SET position = numbered.position
-    FROM (SELECT id, nextval(pg_get_serial_sequence('event', 'id')) AS position
-            FROM (SELECT id FROM event WHERE position IS NULL ORDER BY id LIMIT 10000) waiting) numbered
-   WHERE e.id = numbered.id`;
+  WITH positioned AS (
+    UPDATE event e SET position = numbered.position
+      FROM (SELECT id, nextval(pg_get_serial_sequence('event', 'id')) AS position
+              FROM (SELECT id FROM event WHERE position IS NULL ORDER BY id LIMIT ${POSITIONS_AT_ONCE}) waiting) numbered
+     WHERE e.id = numbered.id
+    RETURNING 1)
+  SELECT count(*)::int AS count FROM positioned`;
+
+/** Positions what is committed, a batch at a time, until nothing is left (a backlog nobody read may be long). */
+async function positionAll(tx: Sql): Promise<void> {
+  for (;;) {
+    const [row] = await tx.rows<{ count: number }>(POSITION_EVENTS, []);
+    if ((row?.count ?? 0) < POSITIONS_AT_ONCE) return;
+  }
+}
 
 async function anyUnpositioned(sql: Sql): Promise<boolean> {
   const rows = await sql.rows('SELECT 1 FROM event WHERE position IS NULL LIMIT 1', []);
@@ -29,8 +41,8 @@ export async function positionCommittedEvents(sql: Sql): Promise<void> {
   if (!(await anyUnpositioned(sql))) return;
   await inSqlTransaction(sql, async (tx) => {
     await tx.rows(POSITIONING_LOCK, []);
-    // READ COMMITTED: this statement's snapshot is taken after the lock, so it sees the last positioning.
-    await tx.rows(POSITION_EVENTS, []);
+    // READ COMMITTED: each statement's snapshot is taken after the lock, so it sees the last positioning.
+    await positionAll(tx);
   });
 }
 
@@ -39,6 +51,6 @@ export async function positionEventsUnlessBusy(sql: Sql): Promise<void> {
   if (!(await anyUnpositioned(sql))) return;
   await inSqlTransaction(sql, async (tx) => {
     const [row] = await tx.rows<{ locked: boolean }>(TRY_POSITIONING_LOCK, []);
-    if (row?.locked) await tx.rows(POSITION_EVENTS, []);
+    if (row?.locked) await positionAll(tx);
   });
 }

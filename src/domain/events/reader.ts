@@ -128,14 +128,16 @@ export class EventReader {
     }
     if (this.lastSeen === undefined) return;
     await positionEventsUnlessBusy(this.sql);
-    const rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`, [
-      this.lastSeen,
-    ]);
-    for (const row of rows) {
-      const event = loggedEvent(row);
-      this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);
-      this.dispatch(event);
-    }
+    // A full page means more is there: read on at once rather than a tick later.
+    let rows: LoggedEventRow[];
+    do {
+      rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`, [this.lastSeen]);
+      for (const row of rows) {
+        const event = loggedEvent(row);
+        this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);
+        this.dispatch(event);
+      }
+    } while (rows.length === ROWS_PER_READ && this.subscriptions.size > 0);
   }
 
   private dispatch(event: LoggedEvent): void {

@@ -99,7 +99,8 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
 
   /** A new event of the log for this user: held until the subscriber takes it. */
   offer(event: LoggedEvent): void {
-    if (this.ending !== undefined || !this.types.includes(event.type)) return;
+    // Read or replayed already, or before the stream's start: not held (nextHeld skips the rest).
+    if (this.ending !== undefined || !this.types.includes(event.type) || event.id <= this.delivered) return;
     if (this.held.length >= MAX_HELD_EVENTS) return this.end(tooFarBehind());
     this.held.push(event);
     this.wake();
