@@ -78,7 +78,9 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   private readonly stops: (() => void)[] = [];
 
   /** Delivered (or, while replaying, read) up to this position: the stream holds only later events. */
-  private delivered = Number.MAX_SAFE_INTEGER;
+  private delivered = 0;
+  /** Until the start is known (startAfter), every event heard is held; nextHeld skips those before it. */
+  private started = false;
   private replaying = false;
 
   constructor(
@@ -91,6 +93,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   startAfter(position: number, replay: boolean): void {
     this.delivered = position;
     this.replaying = replay;
+    this.started = true;
   }
 
   onEnd(stop: () => void): void {
@@ -100,7 +103,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   /** A new event of the log for this user: held until the subscriber takes it. */
   offer(event: LoggedEvent): void {
     // Read or replayed already, or before the stream's start: not held (nextHeld skips the rest).
-    if (this.ending !== undefined || !this.types.includes(event.type) || event.id <= this.delivered) return;
+    if (this.ending !== undefined || !this.types.includes(event.type) || (this.started && event.id <= this.delivered)) return;
     if (this.held.length >= MAX_HELD_EVENTS) return this.end(tooFarBehind());
     this.held.push(event);
     this.wake();
