@@ -1,24 +1,44 @@
 // Counts every SQL statement this process sends through the `pg` driver (Prisma's adapter and the
 // hand-written hot paths alike). The benchmark turns it on with SQL_STATEMENT_COUNTER=1 and reads the
-// running total on SIGUSR2; tests read it directly. Until someone asks, the driver stays untouched.
+// running total on SIGUSR2; tests read it directly, or the statements of one shape only. Until someone
+// asks, the driver stays untouched.
 import pg from 'pg';
 
 export const STATEMENT_COUNT_PREFIX = 'sql-statements ';
 
 let statements = 0;
+const shapes: { pattern: RegExp; count: number }[] = [];
 let installed = false;
+
+const statementText = (first: unknown): string =>
+  typeof first === 'string' ? first : typeof (first as { text?: unknown })?.text === 'string' ? (first as { text: string }).text : '';
+
+function install(): void {
+  if (installed) return;
+  installed = true;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
+    statements++;
+    if (shapes.length > 0) {
+      const text = statementText(args[0]);
+      for (const shape of shapes) if (shape.pattern.test(text)) shape.count++;
+    }
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+}
 
 /** Starts counting (once per process); returns a reader of the running total. */
 export function countStatements(): () => number {
-  if (!installed) {
-    installed = true;
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unknown[]) {
-      statements++;
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof query;
-  }
+  install();
   return () => statements;
+}
+
+/** Counts, from now on, the statements whose text matches `pattern`; returns a reader of that count. */
+export function countStatementsMatching(pattern: RegExp): () => number {
+  install();
+  const shape = { pattern, count: 0 };
+  shapes.push(shape);
+  return () => shape.count;
 }
 
 if (process.env.SQL_STATEMENT_COUNTER === '1') {
