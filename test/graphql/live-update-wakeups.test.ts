@@ -1,7 +1,7 @@
 // What the process's one reader of the event log wakes, on a server of this file's own database (no
 // other reader positions its events): the first subscriber after a quiet spell does not receive
 // what committed before it came, and a waiting long poll is not woken (no read of its queue) by
-// events its queue does not take.
+// events its queue does not take, and the polls an emoji change wakes read its dict once.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { countStatementsMatching } from '../../src/db/statement-counter.js';
 import { postFiles } from '../support/uploads.js';
@@ -69,4 +69,29 @@ test('a waiting long poll is not woken (no read of its queue) by an event its qu
     for (const abort of aborts) abort.abort();
     await Promise.all(waiting);
   }
+});
+
+test('the polls an emoji change wakes share one read of the organization’s emoji dict', async () => {
+  const world = await createWorld(server.app.prisma);
+  const dictReads = countStatementsMatching(/FROM "public"\."custom_emoji" WHERE .*"organizationId" = \$1 ORDER BY/s);
+  const polls = 20;
+  const waiting: Promise<{ events: { type: string; realm_emoji: Record<string, { name: string; deactivated: boolean }> }[] }>[] = [];
+  for (let i = 0; i < polls; i++) {
+    const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+    expect(registered.status).toBe(200);
+    const url = `${server.url}/api/v1/events?queue_id=${registered.body.queue_id}&last_event_id=-1`;
+    waiting.push(fetch(url, { headers: { authorization: world.users.member.auth } }).then((answer) => answer.json()));
+  }
+  await eventually(() => server.app.eventPolls!.size === polls);
+  const before = dictReads();
+  expect((await deactivateEmoji(world, 'lighthouse')).status).toBe(200);
+  const answers = await Promise.all(waiting);
+  for (const answer of answers) {
+    expect(answer.events.map((event) => event.type)).toEqual(['realm_emoji']);
+    const lighthouse = Object.values(answer.events[0]!.realm_emoji).find((emoji) => emoji.name === 'lighthouse');
+    expect(lighthouse?.deactivated).toBe(true);
+  }
+  // One read per poll would be 20; here they share one (a poll whose own read ended over 1 s later would read again).
+  expect(dictReads() - before).toBeGreaterThan(0);
+  expect(dictReads() - before).toBeLessThan(polls / 2);
 });

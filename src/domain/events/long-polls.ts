@@ -18,6 +18,8 @@ import {
   LONGEST_WAIT_SECS,
   markWaiting,
   queuedEvents,
+  type RealmEmojiReads,
+  realmEmojiReads,
   removeExpired,
 } from './queues.js';
 
@@ -85,7 +87,7 @@ class WaitingPoll {
     this.checking = (async () => {
       do {
         this.checkAgain = false;
-        const events = await queuedEvents(this.polls.app, this.queue);
+        const events = await queuedEvents(this.polls.app, this.queue, this.polls.realmEmoji);
         if (events.length > 0) return this.finish(events);
       } while (this.checkAgain && !this.done);
     })()
@@ -105,7 +107,7 @@ class WaitingPoll {
   /** Answers at once with what the queue holds (often nothing). */
   async answerNow(): Promise<void> {
     if (this.done) return;
-    const events = await queuedEvents(this.polls.app, this.queue).catch(() => []);
+    const events = await queuedEvents(this.polls.app, this.queue, this.polls.realmEmoji).catch(() => []);
     await this.finish(events);
   }
 
@@ -136,12 +138,14 @@ export class EventPolls implements NotificationSubscriber {
   private closing = false;
   private housekeeping: NodeJS.Timeout | undefined;
   readonly credentialWatch: CredentialWatch;
+  readonly realmEmoji: RealmEmojiReads;
 
   constructor(
     readonly app: AppContext,
     private readonly reader: EventReader,
   ) {
     this.credentialWatch = new CredentialWatch(app);
+    this.realmEmoji = realmEmojiReads(app);
   }
 
   /**
@@ -169,7 +173,7 @@ export class EventPolls implements NotificationSubscriber {
     const queue = await acknowledgeEvents(this.app, actor, request.queueId, request.lastEventId);
     await this.answerWaiting(queue);
     await positionCommittedEvents(this.app.sql);
-    const events = await queuedEvents(this.app, queue);
+    const events = await queuedEvents(this.app, queue, this.realmEmoji);
     if (events.length > 0 || request.dontBlock || this.closing) return { events };
     return new Promise<PollAnswer>((resolve, reject) => {
       const poll = new WaitingPoll(this, queue, credentials, resolve, reject);

@@ -8,6 +8,7 @@ import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError } from '../errors.js';
 import { realmEmojiDicts } from '../emoji/custom-emoji.js';
+import { SharedReads } from './shared-reads.js';
 import { inSqlTransaction } from '../transaction.js';
 import { EVENT_TYPES, insertEventSql, recordEventSql } from './log.js';
 import { positionCommittedEvents } from './positions.js';
@@ -172,14 +173,20 @@ export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: 
  */
 export const MAX_EVENTS_PER_ANSWER = 1000;
 
+/** The organization's realm_emoji dicts, one read shared by the polls that deliver them at once. */
+export const realmEmojiReads = (app: AppContext) => new SharedReads((organizationId) => realmEmojiDicts(app.prisma, organizationId));
+
+export type RealmEmojiReads = ReturnType<typeof realmEmojiReads>;
+
 /** The events the queue holds, oldest first, as the client receives them; realm_emoji's dict is read once, now. */
-export async function queuedEvents(app: AppContext, queue: EventQueue): Promise<DeliveredEvent[]> {
+export async function queuedEvents(app: AppContext, queue: EventQueue, realmEmojiNow: RealmEmojiReads): Promise<DeliveredEvent[]> {
   const rows = await app.sql.rows<{ id: string; type: string; payload: Record<string, unknown> | null }>(
     `SELECT e.position::text AS id, e.type, e.payload FROM event e WHERE ${QUEUE_MATCH} ORDER BY e.position LIMIT ${MAX_EVENTS_PER_ANSWER}`,
     queueMatchValues(queue),
   );
   let realmEmoji: Record<string, unknown> | undefined;
-  if (rows.some((row) => row.type === 'realm_emoji')) realmEmoji = await realmEmojiDicts(app.prisma, queue.organizationId);
+  const newestEmojiEvent = rows.findLast((row) => row.type === 'realm_emoji');
+  if (newestEmojiEvent) realmEmoji = await realmEmojiNow.get(queue.organizationId, Number(newestEmojiEvent.id));
   return rows.map(({ id, type, payload }) => {
     const fields = type === 'realm_emoji' ? { op: 'update', realm_emoji: realmEmoji } : (payload ?? {});
     return { type, ...fields, id: Number(id) };
