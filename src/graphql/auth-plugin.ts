@@ -1,10 +1,10 @@
 // GraphiQL and introspection work without credentials; every other operation needs a valid
 // Basic Authorization header and otherwise fails with HTTP 401 and extensions.code UNAUTHORIZED.
 import { Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
-import { createGraphQLError, type Plugin } from 'graphql-yoga';
+import type { Plugin } from 'graphql-yoga';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
-import type { DomainError } from '../domain/errors.js';
 import type { GraphQLContext } from './context.js';
+import { requestError } from './schema/errors.js';
 
 function isIntrospectionOnly(document: DocumentNode, operationName?: string | null): boolean {
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
@@ -15,18 +15,11 @@ function isIntrospectionOnly(document: DocumentNode, operationName?: string | nu
   );
 }
 
-/** A domain error as a request-level GraphQL error; Yoga reads (and strips) the HTTP hints under extensions.http. */
-export function refusal(error: DomainError) {
-  return createGraphQLError(error.message, {
-    extensions: { code: error.code, ...error.data, http: { status: error.status, headers: error.headers } },
-  });
-}
-
 export function authPlugin(): Plugin<GraphQLContext> {
   const refuseAnonymous = ({ args, setResultAndStopExecution }: { args: ExecutionArgs; setResultAndStopExecution(result: ExecutionResult): void }) => {
     const context = args.contextValue as GraphQLContext;
     if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
-    setResultAndStopExecution({ errors: [refusal(context.authError ?? notLoggedIn())] });
+    setResultAndStopExecution({ errors: [requestError(context.authError ?? notLoggedIn(), { refusesRequest: true })] });
   };
   return { onExecute: refuseAnonymous, onSubscribe: refuseAnonymous };
 }

@@ -5,7 +5,7 @@
 // browser's handshake must come from an origin that CORS allows.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { AppContext } from '../app-context.js';
@@ -33,6 +33,14 @@ const authorizationOf = (params: Record<string, unknown> | undefined) => {
   const value = params?.Authorization ?? params?.authorization;
   return typeof value === 'string' ? value : null;
 };
+
+/** Yoga's HTTP hints (extensions.http: a status, headers) mean nothing on a socket: errors go without them. */
+function withoutHttpHints(error: GraphQLError): GraphQLFormattedError {
+  const formatted = error.toJSON();
+  if (!formatted.extensions?.http) return formatted;
+  const { http: _hints, ...extensions } = formatted.extensions;
+  return { ...formatted, extensions };
+}
 
 function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
@@ -73,6 +81,8 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
         };
         return args;
       },
+      onNext: (_context, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(withoutHttpHints) } : undefined),
+      onError: (_context, _id, _payload, errors) => errors.map(withoutHttpHints),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),
     },

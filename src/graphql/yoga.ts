@@ -11,12 +11,13 @@ import { isAdministrator } from '../domain/users/roles.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
-import { authPlugin, refusal } from './auth-plugin.js';
+import { authPlugin } from './auth-plugin.js';
 import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
 import { limitsPlugin, rootFieldCount } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
+import { requestError } from './schema/errors.js';
 import { schema } from './schema/index.js';
 
 export const GRAPHIQL_OPTIONS = {
@@ -98,7 +99,7 @@ function rateCountedFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLCo
         if (fields > 1) await app.rateLimiter.hit(actor.id, fields - 1);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
-        setResultAndStopExecution({ errors: [refusal(error)] });
+        setResultAndStopExecution({ errors: [requestError(error, { refusesRequest: true })] });
       }
     },
   };

@@ -4,6 +4,7 @@
 // or a shutdown ending the stream at once.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClient as createWsClient } from 'graphql-ws';
+import { print } from 'graphql';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
@@ -334,9 +335,24 @@ test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE',
     const world = await createWorld(small.app.prisma);
     const held = [subscribe('ws', small.url, world.users.member.auth, EmojiChanges, {}), subscribe('sse', small.url, world.users.admin.auth, EmojiChanges, {})];
     await eventually(() => small.app.eventStreams!.size === 2);
-    const refused = subscribe('sse', small.url, world.users.owner.auth, EmojiChanges, {});
-    expect(await refused.next()).toMatchObject({ errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] });
-    await Promise.all([...held, refused].map((s) => s.close()));
+    // Over SSE the request itself is refused, so that clients retry (perhaps on another server).
+    const overSse = await fetch(`${small.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: world.users.owner.auth, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: print(EmojiChanges) }),
+    });
+    expect(overSse.status).toBe(503);
+    expect(overSse.headers.get('retry-after')).toBe('5');
+    expect(await overSse.text()).toContain('"code":"SERVICE_UNAVAILABLE"');
+    const overSseClient = subscribe('sse', small.url, world.users.owner.auth, EmojiChanges, {});
+    expect(await overSseClient.next()).toBe('ended');
+    expect(overSseClient.failure()).toMatchObject({ response: { status: 503 } });
+    // Over WebSocket the operation's error says it, without the HTTP hints.
+    const overWs = subscribe('ws', small.url, world.users.owner.auth, EmojiChanges, {});
+    const wsAnswer = await overWs.next();
+    expect(wsAnswer).toMatchObject({ errors: [{ message: 'This server holds as many subscriptions as it may: try again later (or another server).' }] });
+    expect(typeof wsAnswer === 'object' && wsAnswer.errors?.map((error) => error.extensions)).toEqual([{ code: 'SERVICE_UNAVAILABLE' }]);
+    await Promise.all([...held, overSseClient, overWs].map((s) => s.close()));
   } finally {
     await small.close();
   }

@@ -117,14 +117,21 @@ export async function asResult<T>(work: () => Promise<T>): Promise<T | ErrorShap
  * carrying the REST message and code. Built with Yoga's own GraphQLError class, so Yoga recognises it
  * as expected (and does not mask it) even when the test runner loads a second copy of graphql.
  */
-export async function domainQuery<T>(work: () => Promise<T>): Promise<T> {
+export async function domainQuery<T>(work: () => Promise<T>, refusesRequest: (error: DomainError) => boolean = () => false): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof DomainError) throw requestError(error);
+    if (error instanceof DomainError) throw requestError(error, { refusesRequest: refusesRequest(error) });
     throw error;
   }
 }
 
-/** A domain error as a GraphQL error (not a result): its message, and its code in extensions. */
-export const requestError = (error: DomainError) => createGraphQLError(error.message, { extensions: { code: error.code } });
+/**
+ * A domain error as a GraphQL error (not a result): its message, and its code and data in extensions.
+ * One that refuses the whole request (before execution, or a subscription that cannot start) also
+ * carries its HTTP status and headers, which Yoga answers with and strips from the body.
+ */
+export const requestError = (error: DomainError, { refusesRequest = false } = {}) =>
+  createGraphQLError(error.message, {
+    extensions: { code: error.code, ...error.data, ...(refusesRequest && { http: { status: error.status, headers: error.headers } }) },
+  });

@@ -4,6 +4,7 @@
 import { ownAttachmentWithMessages } from '../../domain/attachments/attachments.js';
 import { heldCredentials } from '../../domain/auth/held-credentials.js';
 import type { CustomEmojiRecord, RealmEmojiPayload } from '../../domain/emoji/custom-emoji.js';
+import type { DomainError } from '../../domain/errors.js';
 import type { EventType } from '../../domain/events/log.js';
 import type { LoggedEvent } from '../../domain/events/reader.js';
 import { eventCursor, type StreamItem } from '../../domain/events/streams.js';
@@ -21,7 +22,10 @@ function follow(context: GraphQLContext, types: EventType[], after: string | nul
   const streams = context.app.eventStreams;
   if (!streams) throw new Error('this process serves no subscriptions');
   const actor = actorOf(context);
-  return domainQuery(() => streams.follow(actor, heldCredentials(context.app, context.authorization ?? ''), { types, after: after ?? null }));
+  // A full server refuses the request itself (503 with Retry-After: clients retry, perhaps elsewhere);
+  // a bad cursor is the subscription's own error, which the client reads.
+  const serverFull = (error: DomainError) => error.status === 503;
+  return domainQuery(() => streams.follow(actor, heldCredentials(context.app, context.authorization ?? ''), { types, after: after ?? null }), serverFull);
 }
 
 /** The item's event, or the error that ended the stream (its last payload). Each event is a new answer. */
