@@ -66,7 +66,7 @@ interface FanOut {
 export interface LiveResult {
   sizes: LiveSizes;
   users: number;
-  rss: { idle: number; open: number; peak: number; afterSseClosed: number };
+  rss: { idle: number; withSse: number; withWs: number; open: number; peak: number; afterSseClosed: number };
   /** From the SSE clients' closing to the count of open streams dropping to the WebSocket ones. */
   sseFreedMs: number | null;
   throughput: { withIdle: Round; without: Round };
@@ -292,11 +292,14 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     const peak = sampleRss(pid, () => []);
     // Each user's queues stay within the limit of 50 (users share the subscriptions).
     if (n / org.authorizations.length > 50) throw new Error(`live: ${n} long polls need more than ${org.authorizations.length} users`);
+    // RSS after each kind, once its openings have settled: which kind costs what.
+    const settledRss = async () => (await sleep(2_000), rssOf(pid));
     await openOnB(clients, b, 'sse', 'sse', n, { query: IDLE_SSE }, org.authorizations);
+    const withSse = await settledRss();
     const wsMissing = await openOnB(clients, b, 'ws', 'ws', n, { query: IDLE_WS }, org.authorizations);
+    const withWs = await settledRss();
     const pollsMissing = await openOnB(clients, b, 'polls', 'poll', n, { eventTypes: ['attachment'] }, org.authorizations);
-    await sleep(2_000);
-    const open = rssOf(pid);
+    const open = await settledRss();
     const peakRss = peak.stop().serverPeak;
     console.error(`live: B's RSS ${mib(idle)} idle, ${mib(open)} with ${n} SSE + ${n} WebSocket subscriptions + ${n} long polls (peak ${mib(peakRss)})`);
 
@@ -332,7 +335,7 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     return {
       sizes,
       users: org.authorizations.length,
-      rss: { idle, open, peak: peakRss, afterSseClosed },
+      rss: { idle, withSse, withWs, open, peak: peakRss, afterSseClosed },
       sseFreedMs,
       throughput: { withIdle, without },
       fanOut: fanOuts,
@@ -367,7 +370,8 @@ export function liveMarkdown(modes: { mode: string; live?: LiveResult }[]): stri
       '',
       `- **Memory:** B's RSS ${mib(l.rss.idle)} idle, ${mib(l.rss.open)} with ${n} SSE subscriptions (attachmentsChanged), ${n} WebSocket subscriptions ` +
         `(invitationsChanged, one connection each) and ${n} waiting long polls (queues of \`attachment\` events), spread over the organization's ${l.users} users, open: ` +
-        `+${mib(added)} (${((added / 3 / n) / 1024).toFixed(1)} KiB per connection; peak ${mib(l.rss.peak)}); target at most +${allowed.toFixed(0)} MiB: ${met(added <= allowed * 2 ** 20)}.`,
+        `+${mib(added)} (${((added / 3 / n) / 1024).toFixed(1)} KiB per connection; by kind, as they opened: SSE +${mib(l.rss.withSse - l.rss.idle)}, ` +
+        `WebSocket +${mib(l.rss.withWs - l.rss.withSse)}, long polls +${mib(l.rss.open - l.rss.withWs)}; peak ${mib(l.rss.peak)}); target at most +${allowed.toFixed(0)} MiB: ${met(added <= allowed * 2 ** 20)}.`,
       `- **Closed connections:** the ${n} SSE subscriptions closed by their clients left B's count of open streams (\`teamchat_event_streams\`) ` +
         (l.sseFreedMs === null ? '**not within 10 s**' : `within ${l.sseFreedMs.toFixed(0)} ms`) +
         ` (target 1 s: ${met(l.sseFreedMs !== null && l.sseFreedMs <= TARGETS.freedMs)}); RSS then ${mib(l.rss.afterSseClosed)}.`,

@@ -3,7 +3,7 @@ import type { AppContext } from '../app-context.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { DomainError } from '../domain/errors.js';
-import { createLoaders, type Loaders } from './loaders.js';
+import { Loaders } from './loaders.js';
 
 /** Who calls, as known before the document is parsed. */
 export interface Caller {
@@ -22,7 +22,7 @@ export interface GraphQLContext extends Caller {
 export const anonymousCaller = (): Caller => ({ actor: null, authError: null, authorization: null });
 
 export function newContext(app: AppContext, caller: Caller): GraphQLContext {
-  return { app, ...caller, loaders: createLoaders(app) };
+  return { app, ...caller, loaders: new Loaders(app) };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */
@@ -33,5 +33,5 @@ export function actorOf(context: GraphQLContext): Actor {
 
 /** A subscription's next payload is a new answer: its loaders start empty (no user as it was an hour ago). */
 export function startAnswer(context: GraphQLContext): void {
-  context.loaders = createLoaders(context.app);
+  context.loaders = new Loaders(context.app);
 }

@@ -14,44 +14,78 @@ export interface UserSummary {
   isBot: boolean;
 }
 
-export function createLoaders({ prisma, sql }: { prisma: Prisma; sql: Sql }) {
-  return {
-    /** What the actor may pick when inviting, loaded once per request for both invitable lists. */
-    invitePermissions: new DataLoader<Actor, InvitePermissions, number>(
-      (actors) => Promise.all(actors.map((actor) => loadInvitePermissions({ prisma, sql }, actor))),
-      { cacheKeyFn: (actor) => actor.id },
-    ),
-    latestInvitationEmail: new DataLoader<number, EmailDelivery | null>(async (ids) => {
-      const byInvitation = await latestInvitationEmails(prisma, ids);
-      return ids.map((id) => byInvitation.get(id) ?? null);
-    }),
-    userById: new DataLoader<number, UserSummary | null>(async (ids) => {
-      const users = await prisma.user.findMany({
-        where: { id: { in: [...ids] } },
-        select: { id: true, email: true, fullName: true, role: true, isBot: true },
-      });
-      const byId = new Map(users.map((u) => [u.id, u]));
-      return ids.map((id) => byId.get(id) ?? null);
-    }),
-    /** Channels each user is subscribed to, by name; one query per batch. */
-    subscribedChannelsByUserId: new DataLoader<number, { id: number; name: string; isDefault: boolean }[]>(async (ids) => {
-      const rows = await prisma.subscription.findMany({
-        where: { userId: { in: [...ids] } },
-        select: { userId: true, channel: { select: { id: true, name: true, isDefault: true } } },
-        orderBy: { channel: { name: 'asc' } },
-      });
-      return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => r.channel));
-    }),
-    /** Named groups each user is a direct member of, by name; one query per batch. */
-    directGroupsByUserId: new DataLoader<number, { id: number; name: string }[]>(async (ids) => {
-      const rows = await prisma.userGroupMember.findMany({
-        where: { userId: { in: [...ids] }, group: { name: { not: null } } },
-        select: { userId: true, group: { select: { id: true, name: true } } },
-        orderBy: { group: { name: 'asc' } },
-      });
-      return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => ({ id: r.group.id, name: r.group.name! })));
-    }),
-  };
-}
+type Database = { prisma: Prisma; sql: Sql };
 
-export type Loaders = ReturnType<typeof createLoaders>;
+/** What the actor may pick when inviting, loaded once per request for both invitable lists. */
+const invitePermissionsLoader = (db: Database) =>
+  new DataLoader<Actor, InvitePermissions, number>((actors) => Promise.all(actors.map((actor) => loadInvitePermissions(db, actor))), {
+    cacheKeyFn: (actor) => actor.id,
+  });
+
+const latestInvitationEmailLoader = ({ prisma }: Database) =>
+  new DataLoader<number, EmailDelivery | null>(async (ids) => {
+    const byInvitation = await latestInvitationEmails(prisma, ids);
+    return ids.map((id) => byInvitation.get(id) ?? null);
+  });
+
+const userByIdLoader = ({ prisma }: Database) =>
+  new DataLoader<number, UserSummary | null>(async (ids) => {
+    const users = await prisma.user.findMany({
+      where: { id: { in: [...ids] } },
+      select: { id: true, email: true, fullName: true, role: true, isBot: true },
+    });
+    const byId = new Map(users.map((u) => [u.id, u]));
+    return ids.map((id) => byId.get(id) ?? null);
+  });
+
+/** Channels each user is subscribed to, by name; one query per batch. */
+const subscribedChannelsLoader = ({ prisma }: Database) =>
+  new DataLoader<number, { id: number; name: string; isDefault: boolean }[]>(async (ids) => {
+    const rows = await prisma.subscription.findMany({
+      where: { userId: { in: [...ids] } },
+      select: { userId: true, channel: { select: { id: true, name: true, isDefault: true } } },
+      orderBy: { channel: { name: 'asc' } },
+    });
+    return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => r.channel));
+  });
+
+/** Named groups each user is a direct member of, by name; one query per batch. */
+const directGroupsLoader = ({ prisma }: Database) =>
+  new DataLoader<number, { id: number; name: string }[]>(async (ids) => {
+    const rows = await prisma.userGroupMember.findMany({
+      where: { userId: { in: [...ids] }, group: { name: { not: null } } },
+      select: { userId: true, group: { select: { id: true, name: true } } },
+      orderBy: { group: { name: 'asc' } },
+    });
+    return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => ({ id: r.group.id, name: r.group.name! })));
+  });
+
+/**
+ * A request's loaders, each made when first used: a subscription holds its context for hours and most
+ * requests use one loader or none, so five empty loaders per context would be memory for nothing.
+ */
+export class Loaders {
+  #invitePermissions?: ReturnType<typeof invitePermissionsLoader>;
+  #latestInvitationEmail?: ReturnType<typeof latestInvitationEmailLoader>;
+  #userById?: ReturnType<typeof userByIdLoader>;
+  #subscribedChannelsByUserId?: ReturnType<typeof subscribedChannelsLoader>;
+  #directGroupsByUserId?: ReturnType<typeof directGroupsLoader>;
+
+  constructor(private readonly db: Database) {}
+
+  get invitePermissions() {
+    return (this.#invitePermissions ??= invitePermissionsLoader(this.db));
+  }
+  get latestInvitationEmail() {
+    return (this.#latestInvitationEmail ??= latestInvitationEmailLoader(this.db));
+  }
+  get userById() {
+    return (this.#userById ??= userByIdLoader(this.db));
+  }
+  get subscribedChannelsByUserId() {
+    return (this.#subscribedChannelsByUserId ??= subscribedChannelsLoader(this.db));
+  }
+  get directGroupsByUserId() {
+    return (this.#directGroupsByUserId ??= directGroupsLoader(this.db));
+  }
+}
