@@ -19,7 +19,7 @@ import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './ben
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
-import { cliCommand, embeddedPostgresPids, FLOOR_COMMAND, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
+import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 
 const { values: flags } = parseArgs({
@@ -199,7 +199,7 @@ async function measure(scenario: Scenario, { floor, real }: Pair): Promise<Scena
   let serverPeakRss = 0;
   for (let i = 0; i < ROUNDS; i++) {
     rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
-    const rss = sampleRss(real.child.pid!, () => []);
+    const rss = sampleRss(real.child.pid!);
     rounds.real.push(await runRound(scenario, real, expected, LOAD));
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
   }
@@ -254,7 +254,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   try {
     real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
-    db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    db = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'bench' });
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
       const needed = name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));
@@ -263,12 +263,12 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
-    const databasePids = () => embeddedPostgresPids(real!.dataDir);
+    const databasePids = serverDatabasePids(real.dataDir, db);
     const pair = { floor, real };
     await assertSameRefusal(organizations.main!, pair);
 
     const realRss = sampleRss(real.child.pid!, databasePids);
-    const floorRss = sampleRss(floor.child.pid!, () => []);
+    const floorRss = sampleRss(floor.child.pid!);
     const results: ScenarioResult[] = [];
     for (const entry of entries) {
       const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, db) };
@@ -280,6 +280,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       results.push(result);
     }
     const realPeaks = realRss.stop();
+    databasePids.stop();
     const main = organizations.main!;
     const pool = db;
     const live = isSelected(LIVE)
@@ -307,7 +308,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
         serverAfterStart: started,
         serverIdle: idle.server,
         serverPeak: realPeaks.serverPeak,
-        databasePeak: databasePids().length ? realPeaks.databasePeak : undefined,
+        databasePeak: databasePids.all().length ? realPeaks.databasePeak : undefined,
+        databaseAllPeak: databasePids.all().length ? realPeaks.databaseAllPeak : undefined,
         floorIdle: idle.floor,
         floorPeak: floorRss.stop().serverPeak,
       },

@@ -15,7 +15,8 @@ import { renderInvitationEmail } from '../../src/domain/email/invitation-email.j
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import { ATTACHMENTS_QUERY } from './organization.js';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+// The bench leaves the backends of connections named "bench..." out of the database's memory.
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, application_name: 'bench floor' });
 const serverUrl = process.env.SERVER_URL!;
 const validityMinutes = Number(process.env.INVITATION_LINK_VALIDITY_MINUTES || 14400);
 
@@ -36,7 +37,7 @@ function send(res: ServerResponse, status: number, body: unknown, contentType = 
 // that hits needs no statement. Any change of a user's credentials or an organization's state
 // (the server's notifications, migration auth_change_notifications) empties it.
 const callers = new Map<string, Caller>();
-const listener = new pg.Client({ connectionString: process.env.DATABASE_URL });
+const listener = new pg.Client({ connectionString: process.env.DATABASE_URL, application_name: 'bench floor' });
 await listener.connect();
 listener.on('notification', () => callers.clear());
 await listener.query(`LISTEN ${AUTH_CHANGED_CHANNEL}`);

@@ -100,7 +100,7 @@ export async function runHostile(real: BenchProcess, db: pg.Pool, org: HostileOr
     alive: false,
     serverPeakRss: 0,
   };
-  const rss = sampleRss(real.child.pid!, () => []);
+  const rss = sampleRss(real.child.pid!);
   const until = performance.now() + SECONDS * 1000;
   const runId = Date.now().toString(36);
   const restList = () => send(`${url}/api/v1/attachments`, { headers: hoarder });

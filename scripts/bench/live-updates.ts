@@ -289,7 +289,7 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     const n = sizes.connections;
     const pid = b.child.pid!;
     const idle = rssOf(pid);
-    const peak = sampleRss(pid, () => []);
+    const peak = sampleRss(pid);
     // Each user's queues stay within the limit of 50 (users share the subscriptions).
     if (n / org.authorizations.length > 50) throw new Error(`live: ${n} long polls need more than ${org.authorizations.length} users`);
     // RSS after each kind, once its openings have settled: which kind costs what.

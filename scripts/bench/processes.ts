@@ -1,5 +1,6 @@
 // The processes the benchmark measures: the real server, started as `npm start` starts it, and the
 // floor; their resident memory read from /proc, and their SQL statement counts (SIGUSR2).
+import pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -139,14 +140,42 @@ function findFile(dir: string, name: string, depth: number): string | undefined 
   return undefined;
 }
 
-/** Samples a set of processes' RSS until stopped; reports the peak of the server and of its database. */
-export function sampleRss(server: number, database: () => number[]) {
+/**
+ * The embedded PostgreSQL's processes as the server alone would have them: less the backends of the
+ * benchmark's own connections (the floor's, the bench's: application_name "bench..."), which a
+ * deployment does not have. Those are learnt from pg_stat_activity twice a second.
+ */
+export function serverDatabasePids(dataDir: string, db: pg.Pool) {
+  let benchBackends = new Set<number>();
+  const refresh = () =>
+    db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'bench%'").then(
+      ({ rows }) => void (benchBackends = new Set(rows.map((row) => row.pid))),
+      () => {},
+    );
+  void refresh();
+  const timer = setInterval(refresh, 500).unref();
+  return {
+    all: () => embeddedPostgresPids(dataDir),
+    server: () => embeddedPostgresPids(dataDir).filter((pid) => !benchBackends.has(pid)),
+    stop: () => clearInterval(timer),
+  };
+}
+
+type DatabasePids = { all(): number[]; server(): number[] };
+const NO_DATABASE: DatabasePids = { all: () => [], server: () => [] };
+const pssSum = (pids: number[]) => pids.reduce((sum, pid) => sum + pssOf(pid), 0);
+
+/** Samples a set of processes' RSS until stopped; reports the peak of the server and of its database (the server's backends, and all). */
+export function sampleRss(server: number, database: DatabasePids = NO_DATABASE) {
   let serverPeak = rssOf(server);
   let databasePeak = 0;
+  let databaseAllPeak = 0;
   let databaseCounted = true;
   const sample = () => {
     serverPeak = Math.max(serverPeak, rssOf(server));
-    if (databaseCounted) databasePeak = Math.max(databasePeak, database().reduce((sum, pid) => sum + pssOf(pid), 0));
+    if (!databaseCounted) return;
+    databasePeak = Math.max(databasePeak, pssSum(database.server()));
+    databaseAllPeak = Math.max(databaseAllPeak, pssSum(database.all()));
   };
   sample();
   const timer = setInterval(sample, 100);
@@ -163,7 +192,7 @@ export function sampleRss(server: number, database: () => number[]) {
     stop() {
       clearInterval(timer);
       sample();
-      return { serverPeak, databasePeak };
+      return { serverPeak, databasePeak, databaseAllPeak };
     },
   };
 }

@@ -23,6 +23,8 @@ export interface ModeResult {
     serverPeak: number;
     /** The embedded PostgreSQL's processes together; undefined on an external server. */
     databasePeak?: number;
+    /** With the floor's and the bench's own backends. */
+    databaseAllPeak?: number;
     floorIdle: number;
     floorPeak: number;
   };
@@ -81,7 +83,8 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     lines.push(
       '',
       `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverIdle)} idle (after the import), ${mib(r.serverPeak)} peak under load` +
-        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS; not counted while the rate-limited scenario's second server and floor use it)`) +
+        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS, without the backends of the floor's and the bench's connections; ` +
+            `${r.databaseAllPeak === undefined ? '' : `${mib(r.databaseAllPeak)} with them; `}not counted while the rate-limited scenario's second server and floor use it)`) +
         `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
     );
   }
