@@ -34,16 +34,7 @@ const SendInvitations = graphql(`
         message
         code
       }
-      ... on InvitationFailedError {
-        errors {
-          email
-          reason
-          deactivated
-        }
-        sentInvitations
-        dailyLimitReached
-        licenseLimitReached
-      }
+      ...InvitationRefusalFields
     }
   }
 `);

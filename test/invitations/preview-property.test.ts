@@ -40,16 +40,7 @@ const SendAfterPreview = graphql(`
         message
         code
       }
-      ... on InvitationFailedError {
-        errors {
-          email
-          reason
-          deactivated
-        }
-        sentInvitations
-        dailyLimitReached
-        licenseLimitReached
-      }
+      ...InvitationRefusalFields
     }
   }
 `);

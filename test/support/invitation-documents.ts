@@ -1,6 +1,20 @@
 // GraphQL documents more than one test file sends.
 import { graphql } from '../generated/gql.js';
 
+/** Every field of the refusal of some addresses (sendInvitations and previewInvitations alike). */
+export const InvitationRefusalFields = graphql(`
+  fragment InvitationRefusalFields on InvitationFailedError {
+    errors {
+      email
+      reason
+      deactivated
+    }
+    sentInvitations
+    dailyLimitReached
+    licenseLimitReached
+  }
+`);
+
 /** previewInvitations with every field of each verdict and refusal. */
 export const PreviewInvitations = graphql(`
   query PreviewInvitations($input: SendInvitationsInput!) {
@@ -19,16 +33,7 @@ export const PreviewInvitations = graphql(`
         message
         code
       }
-      ... on InvitationFailedError {
-        errors {
-          email
-          reason
-          deactivated
-        }
-        sentInvitations
-        dailyLimitReached
-        licenseLimitReached
-      }
+      ...InvitationRefusalFields
     }
   }
 `);
