@@ -97,17 +97,8 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
   return registration;
 }
 
-interface QueueRow {
-  id: string;
-  userId: number;
-  organizationId: number;
-  eventTypes: string[];
-  everyType: boolean;
-  lifespanSecs: number;
-  startAfter: string;
-  newestPrunedId: string | null;
-  waitingUntil: number | null;
-}
+/** The row as read: bigints as text (a position may pass 2^53 in principle), the floor's parts apart. */
+type QueueRow = Omit<EventQueue, 'floor' | 'newestPrunedId'> & { startAfter: string; newestPrunedId: string | null };
 
 const QUEUE_COLUMNS = `id, "userId", "organizationId", "eventTypes", "everyType", "lifespanSecs", "startAfter"::text,
   "newestPrunedId"::text, (extract(epoch FROM "waitingUntil") * 1000)::float8 AS "waitingUntil"`;
