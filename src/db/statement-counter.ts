@@ -1,14 +1,22 @@
 // Counts every SQL statement this process sends through the `pg` driver (Prisma's adapter and the
 // hand-written hot paths alike). The benchmark turns it on with SQL_STATEMENT_COUNTER=1 and reads the
-// running total on SIGUSR2; tests read it directly, or the statements of one shape only. Until someone
-// asks, the driver stays untouched.
+// running total on SIGUSR2; tests read it directly, or count (or keep) the statements of one shape
+// only. Until someone asks, the driver stays untouched.
 import pg from 'pg';
 
 export const STATEMENT_COUNT_PREFIX = 'sql-statements ';
 
 let statements = 0;
-const shapes: { pattern: RegExp; count: number }[] = [];
+const shapes: { pattern: RegExp; count: number; captured?: CapturedStatement[] }[] = [];
+
+export interface CapturedStatement {
+  text: string;
+  values: unknown[];
+}
 let installed = false;
+
+const statementValues = ([first, second]: unknown[]): unknown[] =>
+  Array.isArray(second) ? second : Array.isArray((first as { values?: unknown })?.values) ? (first as { values: unknown[] }).values : [];
 
 const statementText = (first: unknown): string =>
   typeof first === 'string' ? first : typeof (first as { text?: unknown })?.text === 'string' ? (first as { text: string }).text : '';
@@ -21,7 +29,11 @@ function install(): void {
     statements++;
     if (shapes.length > 0) {
       const text = statementText(args[0]);
-      for (const shape of shapes) if (shape.pattern.test(text)) shape.count++;
+      for (const shape of shapes) {
+        if (!shape.pattern.test(text)) continue;
+        shape.count++;
+        shape.captured?.push({ text, values: statementValues(args) });
+      }
     }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
@@ -39,6 +51,14 @@ export function countStatementsMatching(pattern: RegExp): () => number {
   const shape = { pattern, count: 0 };
   shapes.push(shape);
   return () => shape.count;
+}
+
+/** Keeps, from now on, the text and values of each statement whose text matches `pattern` (tests: to EXPLAIN them). */
+export function captureStatements(pattern: RegExp): CapturedStatement[] {
+  install();
+  const captured: CapturedStatement[] = [];
+  shapes.push({ pattern, count: 0, captured });
+  return captured;
 }
 
 if (process.env.SQL_STATEMENT_COUNTER === '1') {

@@ -78,7 +78,9 @@ export function seekSql(order: KeysetOrder, seek: Seek, parameters: Parameters) 
   const descending = order.descending !== seek.backward;
   return {
     where: conditions.map((condition) => `AND ${condition}`).join(' '),
-    orderBy: (qualifier = '') => order.columns.map(({ column }) => `${qualifier}${column} ${descending ? 'DESC' : 'ASC'}`).join(', '),
+    /** The order by the key's columns, after `leading` ones (columns the list's filter fixes) in the same direction. */
+    orderBy: (qualifier = '', leading: string[] = []) =>
+      [...leading, ...order.columns.map(({ column }) => `${qualifier}${column}`)].map((column) => `${column} ${descending ? 'DESC' : 'ASC'}`).join(', '),
     limit: parameters.add(seek.limit),
   };
 }

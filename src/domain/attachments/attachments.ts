@@ -153,6 +153,12 @@ const listed = <Extra extends object>(row: OwnAttachmentRow, extra: Extra): List
 // the server. date_part (a float) rather than extract (a numeric) for the same reason; times are
 // whole milliseconds, so rounding makes them exact. A page ($1: the owner, $2: the organization, then
 // the seek's values) is chosen by id before the messages are joined.
+// The page is read from the (owner, organization, id) index whatever the statistics say. Ordered by id
+// alone, the primary key's order is the same, and PostgreSQL (assuming the owner's files spread evenly
+// over the ids) took it for an owner whose files all came after most of the table's: 222,000 other
+// rows filtered for the first page of 50 (25 ms against 0.1). Restating the owner and organization in
+// the ORDER BY leaves that index the only ordered path; the owner is matched with = ANY so that the
+// planner keeps that key (an = constant would make it redundant and drop it).
 const ownAttachmentsStatement = (withMessages: boolean, seek: ReturnType<typeof seekSql>) => `
   SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb", own.*
     FROM organization o
@@ -165,8 +171,8 @@ const ownAttachmentsStatement = (withMessages: boolean, seek: ReturnType<typeof 
                  : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}') AS "messageIds"`
              }
         FROM (SELECT * FROM attachment
-               WHERE "ownerId" = $1 AND "organizationId" = o.id ${seek.where}
-               ORDER BY ${seek.orderBy()} LIMIT ${seek.limit}) a
+               WHERE "ownerId" = ANY(ARRAY[$1::int]) AND "organizationId" = o.id ${seek.where}
+               ORDER BY ${seek.orderBy('', ['"ownerId"', '"organizationId"'])} LIMIT ${seek.limit}) a
         LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
         ${withMessages ? 'LEFT JOIN message m ON m.id = ma."messageId"' : ''}
        GROUP BY a.id, a.name, a."pathId", a.size, a."createTime"
