@@ -8,7 +8,7 @@ import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { MIGRATIONS_DIR } from '../../src/db/migrations.js';
-import { withDatabase } from '../support/postgres-databases.js';
+import { dropDatabase, withDatabase } from '../support/postgres-databases.js';
 
 async function migrationNames(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
@@ -38,7 +38,7 @@ test('two processes starting at once against one PostgreSQL migrate it once; ope
     await again.close();
     expect(rows).toEqual([{ n: applied.length }]);
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await dropDatabase(admin, name);
     await admin.end();
   }
 });

@@ -8,6 +8,7 @@ import pg from 'pg';
 import { describe, expect, inject, test } from 'vitest';
 import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
 import { startServerProcess as startMain, stopServerProcess as stop, waitForOutput } from '../support/process.js';
+import { dropDatabase } from '../support/postgres-databases.js';
 
 const me = (baseUrl: string, authorization: string) =>
   fetch(`${baseUrl}/graphql`, {
@@ -113,7 +114,7 @@ describe('PostgreSQL named by DATABASE_URL', () => {
       await firstAndSecondStart({ DATABASE_URL: databaseUrl });
       await checkDatabase({ databaseUrl });
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await dropDatabase(admin, name);
       await admin.end();
     }
   }, 180_000);

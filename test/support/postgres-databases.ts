@@ -25,6 +25,23 @@ async function asAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>):
   }
 }
 
+/**
+ * Drops a database and ends its sessions. An autovacuum worker busy in it (a freshly migrated database
+ * gets one) cannot be ended by a role that is not a superuser: PostgreSQL then refuses the drop
+ * (insufficient privilege) until the worker is done, a moment later.
+ */
+export async function dropDatabase(client: pg.Client, name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '42501' || attempt === 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
 /** The template's name for the database DATABASE_URL names; also the prefix of every copy. */
 export const templateName = (url: string) => `${databaseName(url)}_tpl`;
 
@@ -32,7 +49,7 @@ export const templateName = (url: string) => `${databaseName(url)}_tpl`;
 export async function createTemplate(url: string): Promise<string> {
   const name = templateName(url);
   await asAdmin(url, async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await dropDatabase(client, name);
     await client.query(`CREATE DATABASE "${name}"`);
   });
   return withDatabase(url, name);
@@ -54,6 +71,6 @@ export async function copyTemplate(url: string): Promise<string> {
 export async function dropCopies(url: string): Promise<void> {
   await asAdmin(url, async (client) => {
     const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${templateName(url)}%`]);
-    for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    for (const { datname } of rows) await dropDatabase(client, datname);
   });
 }
