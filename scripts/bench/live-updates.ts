@@ -293,7 +293,7 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     // Each user's queues stay within the limit of 50 (users share the subscriptions).
     if (n / org.authorizations.length > 50) throw new Error(`live: ${n} long polls need more than ${org.authorizations.length} users`);
     // RSS after each kind, once its openings have settled: which kind costs what.
-    const settledRss = async () => (await sleep(Number(process.env.SETTLE_MS ?? 2_000)), rssOf(pid));
+    const settledRss = async () => (await sleep(2_000), rssOf(pid));
     await openOnB(clients, b, 'sse', 'sse', n, { query: IDLE_SSE }, org.authorizations);
     const withSse = await settledRss();
     const wsMissing = await openOnB(clients, b, 'ws', 'ws', n, { query: IDLE_WS }, org.authorizations);

@@ -156,13 +156,13 @@ export function serverDatabasePids(dataDir: string, db: pg.Pool) {
   const timer = setInterval(refresh, 500).unref();
   return {
     all: () => embeddedPostgresPids(dataDir),
-    server: () => embeddedPostgresPids(dataDir).filter((pid) => !benchBackends.has(pid)),
+    isBench: (pid: number) => benchBackends.has(pid),
     stop: () => clearInterval(timer),
   };
 }
 
-type DatabasePids = { all(): number[]; server(): number[] };
-const NO_DATABASE: DatabasePids = { all: () => [], server: () => [] };
+type DatabasePids = { all(): number[]; isBench(pid: number): boolean };
+const NO_DATABASE: DatabasePids = { all: () => [], isBench: () => false };
 const pssSum = (pids: number[]) => pids.reduce((sum, pid) => sum + pssOf(pid), 0);
 
 /** Samples a set of processes' RSS until stopped; reports the peak of the server and of its database (the server's backends, and all). */
@@ -174,8 +174,9 @@ export function sampleRss(server: number, database: DatabasePids = NO_DATABASE) 
   const sample = () => {
     serverPeak = Math.max(serverPeak, rssOf(server));
     if (!databaseCounted) return;
-    databasePeak = Math.max(databasePeak, pssSum(database.server()));
-    databaseAllPeak = Math.max(databaseAllPeak, pssSum(database.all()));
+    const all = database.all();
+    databasePeak = Math.max(databasePeak, pssSum(all.filter((pid) => !database.isBench(pid))));
+    databaseAllPeak = Math.max(databaseAllPeak, pssSum(all));
   };
   sample();
   const timer = setInterval(sample, 100);

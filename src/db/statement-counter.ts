@@ -7,7 +7,7 @@ import pg from 'pg';
 export const STATEMENT_COUNT_PREFIX = 'sql-statements ';
 
 let statements = 0;
-const shapes: { pattern: RegExp; count: number; captured?: CapturedStatement[] }[] = [];
+const shapes: { pattern: RegExp; captured: CapturedStatement[] }[] = [];
 
 export interface CapturedStatement {
   text: string;
@@ -29,11 +29,7 @@ function install(): void {
     statements++;
     if (shapes.length > 0) {
       const text = statementText(args[0]);
-      for (const shape of shapes) {
-        if (!shape.pattern.test(text)) continue;
-        shape.count++;
-        shape.captured?.push({ text, values: statementValues(args) });
-      }
+      for (const shape of shapes) if (shape.pattern.test(text)) shape.captured.push({ text, values: statementValues(args) });
     }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
@@ -47,17 +43,15 @@ export function countStatements(): () => number {
 
 /** Counts, from now on, the statements whose text matches `pattern`; returns a reader of that count. */
 export function countStatementsMatching(pattern: RegExp): () => number {
-  install();
-  const shape = { pattern, count: 0 };
-  shapes.push(shape);
-  return () => shape.count;
+  const captured = captureStatements(pattern);
+  return () => captured.length;
 }
 
 /** Keeps, from now on, the text and values of each statement whose text matches `pattern` (tests: to EXPLAIN them). */
 export function captureStatements(pattern: RegExp): CapturedStatement[] {
   install();
   const captured: CapturedStatement[] = [];
-  shapes.push({ pattern, count: 0, captured });
+  shapes.push({ pattern, captured });
   return captured;
 }
 
