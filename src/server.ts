@@ -17,6 +17,7 @@ import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
+import { DatabaseStatus } from './http/database-status.js';
 import { clientAddressOf } from './http/client-address.js';
 import { connectionOriginAllowed } from './http/cross-origin.js';
 import { serveGraphQLOverWebSocket } from './graphql/websocket.js';
@@ -34,6 +35,8 @@ export interface RunningServer {
   metricsUrl?: string;
   app: AppContext;
   database: Database;
+  /** Whether the database answers, as this process sees it (src/http/database-status.ts). */
+  databaseStatus: DatabaseStatus;
   /** Null when started with `outbox: false`. */
   outbox: OutboxWorker | null;
   /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
@@ -72,7 +75,18 @@ export async function startServer(
     if (metricsServer) await closeServer(metricsServer);
     throw error;
   }
-  const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
+  const log = options.logger ?? processLogger;
+  // One view of the database for the whole process: requests and background work report to it.
+  const databaseStatus = new DatabaseStatus(database.sql, log);
+  const unlessOutage = (message: string) => (error: unknown) => void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
+  database.onIdleConnectionError((error) => databaseStatus.noteIdleConnectionLost(error));
+  const outbox =
+    options.outbox === false
+      ? null
+      : new OutboxWorker(database.prisma, createMailTransport(config), {
+          passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
+          ...options.outbox,
+        });
   const authCache = new AuthCache();
   const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
   const app: AppContext = {
@@ -87,7 +101,7 @@ export async function startServer(
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
   };
-  const eventReader = new EventReader(database.sql, (error) => (app.log ?? processLogger).warn({ err: error }, 'reading the event log failed'));
+  const eventReader = new EventReader(database.sql, unlessOutage('reading the event log failed'));
   const eventPolls = new EventPolls(app, eventReader);
   const eventStreams = new EventStreams(app, eventReader);
   app.eventPolls = eventPolls;
@@ -95,7 +109,7 @@ export async function startServer(
   const stopListening = await listenForNotifications(database.directUrl, [authCache, rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
-  const { http, graphql } = createApp(app, { draining: () => draining });
+  const { http, graphql } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
   const addressOf = clientAddressOf(config.trustedProxies);
@@ -112,6 +126,7 @@ export async function startServer(
     metricsUrl: metricsServer && `http://${config.host}:${(metricsServer.address() as AddressInfo).port}/metrics`,
     app,
     database: opened,
+    databaseStatus,
     outbox,
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
@@ -123,6 +138,7 @@ export async function startServer(
       await Promise.all([closeServer(server), outbox?.stop()]);
       if (metricsServer) await closeServer(metricsServer);
       await stopListening();
+      databaseStatus.stop();
       await opened.close();
     },
   };

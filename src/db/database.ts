@@ -22,6 +22,8 @@ export interface Database {
   sql: Sql;
   /** The connection pool under both (its counts for the metrics). */
   pool: pg.Pool;
+  /** Who hears of an idle pooled connection that failed (default: a warning in the log); src/server.ts tells the database status. */
+  onIdleConnectionError(handler: (error: Error) => void): void;
   kind: 'external' | 'embedded';
   /** The connection string in use (for the embedded database: its Unix socket), through a pooler when it differs from `directUrl`. */
   url: string;
@@ -60,7 +62,7 @@ export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log
 }
 
 /** Connections per process (node-postgres's default); several processes share one PostgreSQL. */
-const POOL_SIZE = 10;
+export const POOL_SIZE = 10;
 
 // Constants shared by every process of this application.
 const MIGRATION_LOCK_KEY = 7_294_015_331;
@@ -93,12 +95,14 @@ async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], option
   const pool = new pg.Pool({ connectionString: urls.url, max: POOL_SIZE, ...limit.connection, types: SQL_TYPE_PARSERS });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
-  pool.on('error', (error) => logger.warn({ err: error }, 'idle database connection failed'));
+  let idleConnectionFailed = (error: Error) => logger.warn({ err: error }, 'idle database connection failed');
+  pool.on('error', (error) => idleConnectionFailed(error));
   const prisma = new PrismaClient({ adapter: limit.prismaAdapter(new PrismaPg(pool)) });
   return {
     prisma,
     sql: sqlOver(pool, limit.begin),
     pool,
+    onIdleConnectionError: (handler) => void (idleConnectionFailed = handler),
     kind,
     ...urls,
     async close() {

@@ -17,7 +17,7 @@ import { restRoutes } from '../rest/routes.js';
 import { clientAddressOf } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
-import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
+import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 import { memoryBudgetOf } from './memory-budget.js';
@@ -78,10 +78,11 @@ export interface HttpApp {
   graphql: GraphQLHandler;
 }
 
-export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }): HttpApp {
+/** `status`: the process's one status (src/server.ts shares it with the background work); a fresh one by default. */
+export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }, status?: DatabaseStatus): HttpApp {
   const http = new Hono();
   const log = app.log ?? processLogger;
-  const database = new DatabaseStatus(app.prisma, log);
+  const database = status ?? new DatabaseStatus(app.sql, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
   const addressOf = clientAddressOf(app.config.trustedProxies);
@@ -127,11 +128,14 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
   // While the database is known to be down, answer at once rather than wait on connections.
-  http.use(`${API_PREFIX}/*`, async (c, next) => (database.cause ? unavailableResponse() : next()));
-  http.use('/graphql', async (c, next) => (database.cause && !c.req.header('accept')?.includes('text/html') ? graphqlUnavailable() : next()));
-  http.get('/health', async () =>
-    (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse(UNAVAILABLE_MESSAGE, { status: 'unavailable', cause: database.cause }),
-  );
+  const refuse = (answer: () => Response) => {
+    database.noteRefused();
+    return answer();
+  };
+  http.use(`${API_PREFIX}/*`, async (c, next) => (database.down ? refuse(unavailableResponse) : next()));
+  http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));
+  // The state only, to anyone: where the database is and what its driver said go to the log.
+  http.get('/health', async () => ((await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableStateResponse()));
   mountProbes(http, database, lifecycle);
   http.on(['GET', 'POST', 'OPTIONS'], '/graphql', async (c) => {
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);

@@ -1,88 +1,104 @@
-// Whether the database answers. The first failure that shows it unreachable turns the status to
-// down (one log line), and from then on the API answers 503 with Retry-After at once instead of
-// waiting on connections; a probe every second turns it back up (one log line) when it answers.
-import type { Prisma } from '../db/database.js';
+// Whether the database answers, for the whole process. The first failure that shows it unusable
+// (src/db/outage-errors.ts: unreachable, refusing the role or its password, TLS, too many connections,
+// a terminated backend) turns the status to down: one log line with the cause. From then on the API
+// answers 503 with Retry-After at once instead of waiting on connections, background work (the event
+// reader, the e-mail worker) fails quietly and is counted, and a probe every second turns it back up:
+// one log line with how long it lasted and how much failed meanwhile. Clients and anonymous probes
+// learn the state only; the cause (host, port, driver message) is for the log.
+import { POOL_SIZE } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Logger } from '../logging.js';
-import { hasErrorCode, someErrorInChain } from '../db/error-chain.js';
+import { classifyDatabaseError, describeDatabaseError } from '../db/outage-errors.js';
 import { jsonResponse } from '../rest/envelope.js';
-
-/** Connection-level failures: PostgreSQL gone, refusing, restarting or out of connections. */
-const UNAVAILABLE_CODES = new Set([
-  'P1001', 'P1002', 'P1008', 'P1017',
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ENOENT',
-  '57P01', '57P02', '57P03', '53300',
-  'DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'DatabaseDoesNotExist',
-]);
-const UNAVAILABLE_TEXT = /Connection terminated|connection (?:is )?closed|ECONNREFUSED|ECONNRESET|Can't reach database/i;
-
-/** Whether the error (or any error it wraps) says the database cannot be reached. */
-export const isDatabaseUnavailable = (error: unknown) =>
-  someErrorInChain(
-    error,
-    ({ code, kind, originalCode, message }) =>
-      [code, kind, originalCode].some((value) => UNAVAILABLE_CODES.has(String(value))) || (typeof message === 'string' && UNAVAILABLE_TEXT.test(message)),
-  );
-
-/** A lock not granted within the lock timeout (DATABASE_LOCK_WAIT_SECONDS): the database is busy, not down. */
-const BUSY_CODES = new Set(['55P03']);
 
 export const RETRY_AFTER_SECONDS = 5;
 export const UNAVAILABLE_MESSAGE = 'The database is unavailable; try again shortly.';
 export const BUSY_MESSAGE = 'The database is busy; try again shortly.';
+/** What /health and /readyz tell anyone while the database is down. */
+export const DATABASE_UNAVAILABLE_STATE = 'database unavailable';
 
-/** The REST door's 503 (and /health's, with its cause). */
-export const unavailableResponse = (message = UNAVAILABLE_MESSAGE, extra: Record<string, unknown> = {}) =>
-  jsonResponse({ result: 'error', msg: message, ...extra, code: 'BAD_REQUEST' }, 503, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+const retryAfter = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+
+/** The REST door's 503. */
+export const unavailableResponse = (message = UNAVAILABLE_MESSAGE) => jsonResponse({ result: 'error', msg: message, code: 'BAD_REQUEST' }, 503, retryAfter);
+
+/** The probes' 503: the state, nothing about where the database is or what the driver said. */
+export const unavailableStateResponse = () => jsonResponse({ status: DATABASE_UNAVAILABLE_STATE }, 503, retryAfter);
+
 const PROBE_INTERVAL_MS = 1000;
+/** Every pooled connection may have broken at once (all backends terminated): one more try than the pool holds. */
+const PROBE_ATTEMPTS = POOL_SIZE + 1;
+
+interface Outage {
+  since: number;
+  /** Requests and background passes that failed (or were refused at once) while it lasted. */
+  failed: number;
+}
 
 export class DatabaseStatus {
-  private downCause: string | null = null;
+  private outage: Outage | null = null;
   private probeTimer: NodeJS.Timeout | undefined;
+  private checking: Promise<boolean> | undefined;
   private stopped = false;
 
   constructor(
-    private readonly prisma: Prisma,
+    /** The driver's own pool (Prisma's): its errors carry PostgreSQL's and Node's codes unwrapped. */
+    private readonly sql: Sql,
     private readonly log: Logger,
   ) {}
 
-  /** Why the database is unavailable, or null while it answers. */
-  get cause(): string | null {
-    return this.downCause;
+  /** Whether the database is known to be unusable (until a probe finds it back). */
+  get down(): boolean {
+    return this.outage !== null;
   }
 
   /**
-   * Call with any error a request met; returns the message of the 503 the request answers, or null
-   * for other errors: the database is unreachable (recorded until a probe finds it back) or did not
-   * grant a lock in time (busy: this request only).
+   * Call with any error a request or a background pass met; returns the message of the 503 the
+   * request answers, or null for other errors (bugs: the caller logs them). An outage is recorded
+   * until a probe finds the database back; a lock wait that ran out is this request's only.
    */
   noteFailure(error: unknown): string | null {
-    if (hasErrorCode(error, BUSY_CODES)) {
-      this.log.warn({ cause: describe(error) }, 'database lock not granted in time: answering 503');
+    const trouble = classifyDatabaseError(error);
+    if (trouble === 'busy') {
+      this.log.warn(describeDatabaseError(error), 'database lock not granted in time: answering 503');
       return BUSY_MESSAGE;
     }
-    if (!isDatabaseUnavailable(error)) return null;
-    if (this.downCause === null) {
-      this.downCause = `database unreachable: ${describe(error)}`;
-      this.log.error({ cause: this.downCause }, 'database unavailable: answering 503 until it is back');
-      this.scheduleProbe();
-    }
+    if (trouble === null) return null;
+    if (this.outage) this.outage.failed++;
+    else if (trouble === 'unavailable') this.begin(error);
+    else this.connectionLost(error);
     return UNAVAILABLE_MESSAGE;
   }
 
-  /** Asks the database now; returns whether it answered (and records the change either way). */
-  async check(): Promise<boolean> {
-    try {
-      await this.prisma.$queryRaw`SELECT 1`;
-    } catch (error) {
-      if (this.noteFailure(error) === null) throw error;
-      return false;
-    }
-    if (this.downCause !== null) {
-      this.downCause = null;
-      clearTimeout(this.probeTimer);
-      this.log.info('database available again');
-    }
-    return true;
+  /** How many requests and background passes failed in the outage under way (0 when there is none). */
+  get failuresSoFar(): number {
+    return this.outage?.failed ?? 0;
+  }
+
+  /** A request answered 503 at once because the database is known down. */
+  noteRefused(): void {
+    if (this.outage) this.outage.failed++;
+  }
+
+  /**
+   * An idle pooled connection was lost (its backend terminated, the path cut): not yet an outage,
+   * since the pool opens a new one for the next statement. Asks the database now; an outage begins
+   * only if it does not answer.
+   */
+  noteIdleConnectionLost(error: unknown): void {
+    if (!this.outage && classifyDatabaseError(error) !== null) void this.check().catch(() => {});
+  }
+
+  /** A statement's connection broke: this request answers 503; the outage (if any) begins when a probe fails. */
+  private connectionLost(error: unknown): void {
+    this.log.info(describeDatabaseError(error), 'a database connection was lost under a statement: answering 503');
+    void this.check().catch(() => {});
+  }
+
+  /** Asks the database now; returns whether it answered (and records the change either way). Concurrent calls share one question. */
+  check(): Promise<boolean> {
+    this.checking ??= this.ask().finally(() => (this.checking = undefined));
+    return this.checking;
   }
 
   stop(): void {
@@ -90,16 +106,42 @@ export class DatabaseStatus {
     clearTimeout(this.probeTimer);
   }
 
+  private async ask(): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.sql.rows('SELECT 1', []);
+        break;
+      } catch (error) {
+        const trouble = classifyDatabaseError(error);
+        if (trouble === null) throw error;
+        // A pooled connection that broke before the pool knew it: a fresh one tells more.
+        if (trouble === 'lost' && attempt < PROBE_ATTEMPTS) continue;
+        // A failed probe is not a failure of anyone's work: it is not counted.
+        if (!this.outage) this.begin(error);
+        return false;
+      }
+    }
+    if (this.outage) this.end(this.outage);
+    return true;
+  }
+
+  private begin(error: unknown): void {
+    this.outage = { since: Date.now(), failed: 1 };
+    this.log.error(describeDatabaseError(error), 'database unavailable: answering 503 until it is back');
+    this.scheduleProbe();
+  }
+
+  private end(outage: Outage): void {
+    this.outage = null;
+    clearTimeout(this.probeTimer);
+    const seconds = Math.round((Date.now() - outage.since) / 100) / 10;
+    this.log.info({ seconds, failed: outage.failed }, `database available again after ${seconds} s; ${outage.failed} requests or background passes failed meanwhile`);
+  }
+
   private scheduleProbe(): void {
     if (this.stopped) return;
     this.probeTimer = setTimeout(async () => {
-      if (!(await this.check().catch(() => false)) && this.downCause !== null) this.scheduleProbe();
+      if (!(await this.check().catch(() => false)) && this.outage) this.scheduleProbe();
     }, PROBE_INTERVAL_MS).unref();
   }
-}
-
-function describe(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  // Prisma's messages start with the invocation site; the reason is the last line.
-  return text.trim().split('\n').filter(Boolean).pop()!.slice(0, 200);
 }

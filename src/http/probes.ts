@@ -1,17 +1,17 @@
 // Probes for orchestrators and load balancers. /livez: the process answers (never the database's
 // fault, so an outage does not get healthy processes restarted). /readyz: send it traffic, or not
 // (while starting, while draining after SIGTERM, while the database is unreachable). /health keeps
-// its meaning: the database answers.
+// its meaning: the database answers. Each answers its state only (`ok`, `starting`, `draining`,
+// `database unavailable`), to anyone: no host, port, driver message or version.
 import type { Hono } from 'hono';
 import { jsonResponse } from '../rest/envelope.js';
-import type { DatabaseStatus } from './database-status.js';
+import { unavailableStateResponse, type DatabaseStatus } from './database-status.js';
 
 export const LIVE_PATH = '/livez';
 export const READY_PATH = '/readyz';
 
 export const live = () => jsonResponse({ status: 'ok' });
-export const notReady = (status: 'starting' | 'draining' | 'unavailable', extra: Record<string, unknown> = {}) =>
-  jsonResponse({ status, ...extra }, 503, { 'Retry-After': '1' });
+export const notReady = (status: 'starting' | 'draining') => jsonResponse({ status }, 503, { 'Retry-After': '1' });
 
 export interface Lifecycle {
   /** True from SIGTERM (RunningServer.close) on: requests in flight finish, new traffic goes elsewhere. */
@@ -23,8 +23,8 @@ export function mountProbes(http: Hono, database: DatabaseStatus, lifecycle: Lif
   http.get(READY_PATH, async () => {
     if (lifecycle.draining()) return notReady('draining');
     // Known down: answer at once; otherwise ask, so an outage no request has met yet is seen too.
-    if (database.cause !== null || !(await database.check())) return notReady('unavailable', { cause: database.cause });
-    return jsonResponse({ status: 'ready' });
+    if (database.down || !(await database.check())) return unavailableStateResponse();
+    return jsonResponse({ status: 'ok' });
   });
 }
 

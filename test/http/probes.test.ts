@@ -34,10 +34,10 @@ describe('during a database outage', () => {
 
   test('/livez stays 200, /readyz is 503 until the database is back', async () => {
     expect(await probe(`${server.url}/livez`)).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await probe(`${server.url}/readyz`)).toEqual({ status: 200, body: { status: 'ready' } });
+    expect(await probe(`${server.url}/readyz`)).toEqual({ status: 200, body: { status: 'ok' } });
 
     await proxy.cut();
-    expect(await probe(`${server.url}/readyz`)).toEqual({ status: 503, body: { status: 'unavailable', cause: expect.stringMatching(/^database unreachable: /) } });
+    expect(await probe(`${server.url}/readyz`)).toEqual({ status: 503, body: { status: 'database unavailable' } });
     expect(await probe(`${server.url}/livez`)).toEqual({ status: 200, body: { status: 'ok' } });
     expect((await fetch(`${server.url}/health`)).status).toBe(503);
 

@@ -1,74 +1,167 @@
-// Issue 9 row 9: while the database is unreachable both doors answer a JSON 503 with Retry-After,
-// /health answers a JSON 503 naming the cause, the log has one line when it goes and one when it
-// comes back, and the server recovers by itself.
+// Issue 25 item 3: every way of losing the database is an outage, not an error. Through a proxy that
+// speaks TLS to the server (sslmode=require) and breaks in each way a database is lost (the path cut,
+// a rotated password, a role pg_hba refuses, too many connections, a database starting up, TLS no
+// longer offered) and through a backend terminated mid-statement: both doors answer 503 with
+// Retry-After, /readyz and /health answer the state only, the log has one line when it goes (naming
+// the cause's codes) and one when it comes back (with the count of what failed meanwhile), never a
+// stack, while the event reader polls for a subscriber; the server recovers by itself.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import type { EventReader } from '../../src/domain/events/reader.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { capturedLogger } from '../support/log-capture.js';
-import { testDatabaseUrl } from '../support/server.js';
+import { makeCertificates, type Certificates } from '../support/certificates.js';
+import { capturedLogger, type LogLine } from '../support/log-capture.js';
+import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 import { startDatabaseProxy, type DatabaseProxy } from './tcp-proxy.js';
 
-const { logger, lines } = capturedLogger('info');
+const { logger, lines, clear } = capturedLogger('info');
 
+let certificates: Certificates;
 let proxy: DatabaseProxy;
 let server: RunningServer;
 let dataDir: string;
 let w: World;
 beforeAll(async () => {
-  proxy = await startDatabaseProxy(await testDatabaseUrl());
+  certificates = await makeCertificates('teamchat outage test CA');
+  proxy = await startDatabaseProxy(await testDatabaseUrl(), { tls: certificates });
+  const databaseUrl = new URL(proxy.url);
+  databaseUrl.searchParams.set('sslmode', 'require');
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outage-'));
-  server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: proxy.url }, {
-    outbox: false,
-    logger,
-  });
+  server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: databaseUrl.href }, { outbox: false, logger });
   w = await createWorld(server.app.prisma);
 });
 afterAll(async () => {
   await server?.close().catch(() => {});
   await proxy?.close();
+  await certificates?.remove();
   await rm(dataDir, { recursive: true, force: true });
 });
 
-const rest = () => fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: w.users.member.auth } });
-const graphql = () =>
+const answer = async (response: Response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() });
+const rest = (path = '/api/v1/users/me') => fetch(`${server.url}${path}`, { headers: { authorization: w.users.owner.auth } }).then(answer);
+const graphql = (query = '{ me { email } }') =>
   fetch(`${server.url}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: w.users.member.auth },
-    body: JSON.stringify({ query: '{ me { email } }' }),
-  });
-const stateLines = () => lines.filter((line) => /^database (unavailable|available again)/.test(String(line.msg))).map((line) => line.msg);
+    headers: { 'content-type': 'application/json', authorization: w.users.owner.auth },
+    body: JSON.stringify({ query }),
+  }).then(answer);
+const probe = (path: string) => fetch(`${server.url}${path}`).then(answer);
 
-test('503s with Retry-After during the outage, one log line per change, recovery without a restart', async () => {
-  expect((await rest()).status).toBe(200);
-  await proxy.cut();
+const REST_UNAVAILABLE = { status: 503, retryAfter: '5', body: { result: 'error', msg: 'The database is unavailable; try again shortly.', code: 'BAD_REQUEST' } };
+const GRAPHQL_UNAVAILABLE = {
+  status: 503,
+  retryAfter: '5',
+  body: { errors: [{ message: 'The database is unavailable; try again shortly.', extensions: { code: 'SERVICE_UNAVAILABLE' } }] },
+};
+const STATE_UNAVAILABLE = { status: 503, retryAfter: '5', body: { status: 'database unavailable' } };
+const OK = { status: 200, retryAfter: null, body: { status: 'ok' } };
 
+const stateLines = () => lines.filter((line) => /^database (unavailable|available again)/.test(line.msg));
+const until = async (condition: () => boolean | Promise<boolean>) => {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 50));
+};
+
+let unsubscribe = () => {};
+/** A subscriber of the server's event reader (as a waiting long poll or a subscription is), so that the reader polls the log throughout the outage. */
+async function readerSubscriber(): Promise<void> {
+  const reader = (server.app.eventPolls as unknown as { reader: EventReader }).reader;
+  unsubscribe = reader.subscribe({ organizationId: w.org.id, userId: w.users.owner.id, types: null }, () => {});
+  await reader.ready();
+}
+
+/** While the fault lasts: both doors and the probes as promised; the reader's failures counted, not logged. */
+async function expectOutageAnswers(): Promise<void> {
   for (let i = 0; i < 3; i++) {
-    const down = await rest();
-    expect(down.status).toBe(503);
-    expect(down.headers.get('retry-after')).toBe('5');
-    expect(await down.json()).toEqual({ result: 'error', msg: 'The database is unavailable; try again shortly.', code: 'BAD_REQUEST' });
-    const downGraphql = await graphql();
-    expect(downGraphql.status).toBe(503);
-    expect(downGraphql.headers.get('retry-after')).toBe('5');
-    expect((await downGraphql.json()).errors[0]).toMatchObject({ message: 'The database is unavailable; try again shortly.', extensions: { code: 'SERVICE_UNAVAILABLE' } });
+    expect(await rest()).toEqual(REST_UNAVAILABLE);
+    expect(await graphql()).toEqual(GRAPHQL_UNAVAILABLE);
   }
-  const health = await fetch(`${server.url}/health`);
-  expect(health.status).toBe(503);
-  expect(health.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(await health.json()).toMatchObject({ status: 'unavailable', cause: expect.stringMatching(/^database unreachable: /) });
-  expect(stateLines()).toEqual(['database unavailable: answering 503 until it is back']);
+  expect(await probe('/readyz')).toEqual(STATE_UNAVAILABLE);
+  expect(await probe('/health')).toEqual(STATE_UNAVAILABLE);
+  expect(await probe('/livez')).toEqual(OK);
+  // The reader keeps polling for its subscriber and keeps failing: counted, never logged.
+  const counted = server.databaseStatus.failuresSoFar;
+  await until(() => server.databaseStatus.failuresSoFar >= counted + 5);
+}
 
-  await proxy.restore();
-  // The server notices by itself (a probe each second); wait for it, however long it takes.
-  while (stateLines().length < 2) await new Promise((resolve) => setTimeout(resolve, 100));
-  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+/** After the fault: one line back (with the count of what failed), both doors answer, and nothing else was logged at warn or above, no stack. */
+async function expectRecovery(started: LogLine): Promise<void> {
+  await until(() => stateLines().length === 2);
+  expect(stateLines()[1]).toMatchObject({ level: 30, msg: expect.stringMatching(/^database available again after [\d.]+ s; \d+ requests or background passes failed meanwhile$/) });
+  expect(stateLines()[1]!.failed).toBeGreaterThanOrEqual(12);
   expect((await rest()).status).toBe(200);
   expect((await graphql()).status).toBe(200);
-  expect(stateLines()).toEqual(['database unavailable: answering 503 until it is back', 'database available again']);
-  // No error lines beyond the two state changes, whatever failed meanwhile.
-  expect(lines.filter((line) => Number(line.level) >= 50)).toHaveLength(1);
+  expect(await probe('/readyz')).toEqual(OK);
+  expect(await probe('/health')).toEqual(OK);
+  expect(lines.filter((line) => line.level >= 40)).toEqual([started]);
+  expect(lines.filter((line) => line.err !== undefined)).toEqual([]);
+}
+
+afterEach(async () => {
+  // A failed test leaves neither the fault nor the outage behind for the next one.
+  unsubscribe();
+  await proxy.restore();
+  await until(async () => !server.databaseStatus.down || (await server.databaseStatus.check()));
+});
+
+describe('every way of losing the database is an outage: 503 with Retry-After on both doors, the state only on the probes, one line each way, recovery by itself', () => {
+  // Each with what the log line that opens the outage must name (a SQLSTATE, a driver code or kind, the driver's words).
+  const faults: [string, () => void | Promise<void>, RegExp][] = [
+    ['the path to PostgreSQL cut', () => proxy.cut(), /ECONNREFUSED|DatabaseNotReachable/],
+    ['the password rotated', () => proxy.refuse('28P01', 'password authentication failed for user "teamchat"'), /28P01/],
+    ['a role that pg_hba.conf refuses', () => proxy.refuse('28000', 'no pg_hba.conf entry for host "127.0.0.1", user "teamchat", database "teamchat", SSL encryption'), /28000/],
+    ['too many connections', () => proxy.refuse('53300', 'sorry, too many clients already'), /53300/],
+    ['a database starting up', () => proxy.refuse('57P03', 'the database system is starting up'), /57P03/],
+    ['TLS no longer offered (sslmode=require)', () => proxy.refuseTls(), /TlsConnectionError|does not support SSL/],
+  ];
+  test.each(faults)('%s', async (_name, fault, cause) => {
+    expect((await rest()).status).toBe(200);
+    await readerSubscriber();
+    clear();
+    await fault();
+
+    // The first request (or the server itself, having lost its idle connections) finds it out.
+    expect(await rest()).toEqual(REST_UNAVAILABLE);
+    await until(() => stateLines().length > 0);
+    const [started] = stateLines();
+    expect(stateLines()).toEqual([{ level: 50, msg: 'database unavailable: answering 503 until it is back', codes: expect.any(Array), reason: expect.any(String), ...(started!.requestId ? { requestId: started!.requestId } : {}), time: expect.any(Number) }]);
+    expect(JSON.stringify([started!.codes, started!.reason])).toMatch(cause);
+    await expectOutageAnswers();
+
+    await proxy.restore();
+    await expectRecovery(started!);
+  });
+
+  test('a backend terminated in the middle of a statement (pg_terminate_backend): that request 503, not 500; the next one served', async () => {
+    expect((await rest('/api/v1/invites')).status).toBe(200);
+    clear();
+    const admin = await connectToTestDatabase();
+    try {
+      await admin.query('BEGIN');
+      await admin.query('LOCK TABLE invitation IN ACCESS EXCLUSIVE MODE');
+      const listing = rest('/api/v1/invites');
+      let waiting: number | undefined;
+      await until(async () => {
+        const { rows } = await admin.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+        );
+        waiting = rows[0]?.pid;
+        return waiting !== undefined;
+      });
+      await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
+      expect(await listing).toEqual(REST_UNAVAILABLE);
+    } finally {
+      await admin.query('ROLLBACK');
+      await admin.end();
+    }
+    // The database itself answers: the connection is replaced, no outage begins, nothing is logged as an error.
+    expect((await rest('/api/v1/invites')).status).toBe(200);
+    expect(lines.filter((line) => line.msg.startsWith('a database connection was lost'))).toEqual([
+      expect.objectContaining({ level: 30, codes: expect.arrayContaining(['57P01']) }),
+    ]);
+    expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
 });
