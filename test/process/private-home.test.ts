@@ -12,6 +12,10 @@ import { ROOT_STATE_DIR } from '../../src/db/embedded-postgres.js';
 import { listeningUrl, runCliIn, startServerProcess, stopServerProcess, waitForOutput } from '../support/process.js';
 
 const asRoot = userInfo().uid === 0;
+/** Said in the run's output when this file cannot run: never a silent skip. */
+const NOT_ROOT = `SKIPPED: needs root (this run is uid ${userInfo().uid}); CI (.ci/run) runs as root, where it runs`;
+// The reporter folds a file whose tests are all skipped into one line: say why on the run's output too.
+if (!asRoot) console.warn(`test/process/private-home.test.ts ${NOT_ROOT}`);
 
 /** A checkout inside `home`: its own dist/, prisma/ and PostgreSQL binaries; other packages linked. */
 async function checkoutIn(home: string): Promise<string> {
@@ -34,7 +38,7 @@ async function checkoutIn(home: string): Promise<string> {
 
 const postmasterPid = async (dataDir: string) => Number((await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
 
-describe.skipIf(!asRoot)('as root, a checkout in a private home directory', () => {
+describe.skipIf(!asRoot)(`as root, a checkout in a private home directory${asRoot ? '' : ` (${NOT_ROOT})`}`, () => {
   let home: string;
   let app: string;
   let relocated: string | undefined;
