@@ -5,9 +5,9 @@
 // (or act on the new state) within 1 s.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { hashApiKey } from '../src/domain/users/api-keys.js';
-import { runCli, serverProcessesOnTestDatabase, type ProcessesOnTestDatabase } from './support/process.js';
+import { runCli, serverProcessesOnTestDatabase, testDatabaseEnvironment, type ProcessesOnTestDatabase } from './support/process.js';
 import { startCountingApp } from './support/query-count.js';
-import { basicAuth, runOnTestDatabase, startTestServer, testDatabaseUrl, type TestServer } from './support/server.js';
+import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from './support/server.js';
 import { createWorld, type World, type WorldUserName } from './support/world.js';
 
 let server: TestServer;
@@ -89,7 +89,7 @@ describe('changes made outside two server processes take effect in both at once'
   test('`reset-api-key`: once the CLI returns, both refuse the old key and accept the new one', async () => {
     const world = await createWorld(server.app.prisma);
     await cachedInBoth(world, ['member']);
-    const reset = await runCli({ DATABASE_URL: await testDatabaseUrl() }, 'reset-api-key', '--org', world.org.stringId, '--email', world.users.member.email);
+    const reset = await runCli(await testDatabaseEnvironment(), 'reset-api-key', '--org', world.org.stringId, '--email', world.users.member.email);
     expect(reset).toMatchObject({ code: 0, stderr: '' });
     const answers = await withinOneSecond(world.users.member.auth, refused('Invalid API key'));
     expect(answers).toEqual([refusal('Invalid API key'), refusal('Invalid API key')]);

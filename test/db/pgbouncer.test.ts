@@ -4,6 +4,8 @@
 // not know are not sent (it would refuse the connection). The rest of the suite runs through the
 // pooler as well in that run (servers of test/support/server.ts): LISTEN (the auth cache's tests),
 // the 503 on a lock wait (test/security/lock-wait.test.ts), migrations (migrations.test.ts).
+import type { Socket } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.js';
 import { StartupError } from '../../src/startup-error.js';
@@ -23,8 +25,23 @@ describe.skipIf(!throughPooler)('through PgBouncer (runs when DATABASE_DIRECT_UR
   });
   afterAll(() => database?.close());
 
-  test('the server connection the pool reaches is not PostgreSQL itself, and has no lock wait limit of ours', async () => {
-    expect(database.url).not.toBe(database.directUrl);
+  test('the pool really goes through PgBouncer in transaction mode: two client connections, one after the other, are served by one backend, whose peer is not the client', async () => {
+    const { databaseUrl } = await testDatabaseUrls();
+    const seen: { pid: number; backendPeerPort: number; clientPort: number }[] = [];
+    for (let i = 0; i < 2; i++) {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ pid: number; port: number }>('SELECT pid, client_port AS port FROM pg_stat_activity WHERE pid = pg_backend_pid()');
+        const clientPort = (client as unknown as { connection: { stream: Socket } }).connection.stream.localPort!;
+        seen.push({ pid: rows[0]!.pid, backendPeerPort: rows[0]!.port, clientPort });
+      } finally {
+        await client.end();
+      }
+    }
+    // Directly, each client connection has a backend of its own, whose peer is that client's socket.
+    expect(seen[1]!.pid).toBe(seen[0]!.pid);
+    for (const { backendPeerPort, clientPort } of seen) expect(backendPeerPort).not.toBe(clientPort);
     expect(serverDefault).not.toBe('3s');
   });
 

@@ -10,7 +10,7 @@ import { createMailTransport, type MailTransport } from '../../src/domain/email/
 import { OutboxWorker } from '../../src/domain/email/worker.js';
 import { createInvitations } from '../support/invitations.js';
 import { postInvites } from '../support/invites.js';
-import { listeningUrl, startServerProcess, stopServerProcess, waitForOutput } from '../support/process.js';
+import { listeningUrl, startServerProcess, stopServerProcess, testDatabaseEnvironment, waitForOutput } from '../support/process.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { eventually, recipient, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
 import { createWorld, type World } from '../support/world.js';
@@ -113,7 +113,7 @@ test('SIGTERM with a backlog: the e-mail in flight completes, the rest stays que
   const databaseUrl = await testDatabaseUrl();
   const database = await openDatabase({ databaseUrl });
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-turns-'));
-  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, SMTP_URL: slow.url, EMAIL_FROM: 'Zulip <noreply@teamchat.test>', LOG_LEVEL: 'warn' };
+  const env = { ...(await testDatabaseEnvironment()), DATA_DIR: dataDir, SMTP_URL: slow.url, EMAIL_FROM: 'Zulip <noreply@teamchat.test>', LOG_LEVEL: 'warn' };
   try {
     const world = await unlimitedWorld(database.prisma);
     const backlog = addresses('backlog', 120);
@@ -160,7 +160,7 @@ test('SIGTERM while the mail server never answers: the process still exits, the 
   try {
     const world = await unlimitedWorld(database.prisma);
     const backlog = addresses('stuck', 40);
-    const server = startServerProcess({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, SMTP_URL: slow.url, LOG_LEVEL: 'warn' });
+    const server = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir, SMTP_URL: slow.url, LOG_LEVEL: 'warn' });
     const held = slow.holdNext();
     await invite(await listeningUrl(server), world, backlog);
     release = await held;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { startServerProcess, waitForOutput } from '../support/process.js';
+import { startServerProcess, testDatabaseEnvironment, waitForOutput } from '../support/process.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { startDatabaseProxy, type DatabaseProxy } from '../security/tcp-proxy.js';
 
@@ -65,7 +65,7 @@ function conversation(url: string, first: string, between: () => Promise<unknown
 test('after SIGTERM: the slow request in flight completes with 200, /readyz behind it on the same kept-alive connection answers 503 draining', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-draining-'));
   try {
-    const server = startServerProcess({ DATA_DIR: dataDir, DATABASE_URL: await testDatabaseUrl(), LOG_LEVEL: 'debug' });
+    const server = startServerProcess({ DATA_DIR: dataDir, ...(await testDatabaseEnvironment()), LOG_LEVEL: 'debug' });
     const [, url, email, apiKey] = await waitForOutput(server, /Server listening on (http:\/\/\S+)[\s\S]*Owner: +(\S+) +API key: (\S+)/);
     const body = new URLSearchParams({ invitee_emails: 'draining@example.net', stream_ids: '[]' }).toString();
     const headers = [

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { holdOrganizationRow } from '../security/contention.js';
-import { listeningUrl, startServerProcess, waitForOutput, type Started } from '../support/process.js';
-import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
+import { listeningUrl, startServerProcess, testDatabaseEnvironment, waitForOutput, type Started } from '../support/process.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;
@@ -19,7 +19,7 @@ beforeAll(async () => {
   server = await startTestServer();
   world = await createWorld(server.app.prisma);
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-drain-'));
-  started = startServerProcess({ DATABASE_URL: await testDatabaseUrl(), DATA_DIR: dataDir });
+  started = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
   url = await listeningUrl(started);
 }, 120_000);
 afterAll(async () => {

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { callApi, type ApiResponse } from '../support/rest.js';
 import { subscribe, TRANSPORTS } from '../support/subscriptions.js';
-import { listeningUrl, serverProcessesOnTestDatabase, startServerProcess, type ProcessesOnTestDatabase } from '../support/process.js';
-import { startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
+import { listeningUrl, serverProcessesOnTestDatabase, startServerProcess, testDatabaseEnvironment, type ProcessesOnTestDatabase } from '../support/process.js';
+import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -95,7 +95,7 @@ describe('two processes, one database', () => {
   test('SIGKILL of the process holding a long poll: the poll repeated on another process loses nothing', async () => {
     const world = await newWorld();
     const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
-    const doomed = startServerProcess({ DATABASE_URL: await testDatabaseUrl(), DATA_DIR: dataDir });
+    const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
     try {
       const url = await listeningUrl(doomed);
       const queueId = await register(url, world);
@@ -115,7 +115,7 @@ describe('two processes, one database', () => {
   test('SIGTERM answers a waiting poll at once, and the process exits', async () => {
     const world = await newWorld();
     const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-drained-'));
-    const draining = startServerProcess({ DATABASE_URL: await testDatabaseUrl(), DATA_DIR: dataDir });
+    const draining = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
     try {
       const url = await listeningUrl(draining);
       const queueId = await register(url, world);
@@ -160,7 +160,7 @@ describe('subscriptions across processes', () => {
   test.each(TRANSPORTS)('over %s: SIGKILL of the process holding the subscription: resumed on another with `after`, nothing lost', async (transport) => {
     const world = await newWorld();
     const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
-    const doomed = startServerProcess({ DATABASE_URL: await testDatabaseUrl(), DATA_DIR: dataDir });
+    const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
     try {
       const url = await listeningUrl(doomed);
       const first = subscribe(transport, url, world.users.member.auth, EmojiChanges, {});

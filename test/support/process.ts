@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect } from 'vitest';
-import { testDatabaseUrl } from './server.js';
+import { testDatabaseUrls } from './server.js';
 
 export interface Started {
   child: ChildProcess;
@@ -74,11 +74,21 @@ export interface ProcessesOnTestDatabase {
   stop(): Promise<void>;
 }
 
+/**
+ * How a server or CLI process reaches this test file's database, as production does: through the
+ * run's pooler (PgBouncer in transaction mode) with DATABASE_DIRECT_URL for what needs a session of
+ * its own, when the run has one; otherwise directly.
+ */
+export async function testDatabaseEnvironment(): Promise<{ DATABASE_URL: string; DATABASE_DIRECT_URL?: string }> {
+  const { databaseUrl, directUrl } = await testDatabaseUrls();
+  return databaseUrl === directUrl ? { DATABASE_URL: directUrl } : { DATABASE_URL: databaseUrl, DATABASE_DIRECT_URL: directUrl };
+}
+
 /** `count` server processes over this test file's database, each with a data directory of its own, once they listen. */
 export async function serverProcessesOnTestDatabase(count: number, env: NodeJS.ProcessEnv = {}): Promise<ProcessesOnTestDatabase> {
-  const databaseUrl = await testDatabaseUrl();
+  const database = await testDatabaseEnvironment();
   const dataDirs = await Promise.all(Array.from({ length: count }, () => mkdtemp(join(tmpdir(), 'teamchat-process-'))));
-  const processes = dataDirs.map((dataDir) => startServerProcess({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ...env }));
+  const processes = dataDirs.map((dataDir) => startServerProcess({ ...database, DATA_DIR: dataDir, ...env }));
   return {
     urls: await Promise.all(processes.map(listeningUrl)),
     async stop() {
