@@ -14,6 +14,7 @@ import { openDatabase } from '../../src/db/database.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { StartupError } from '../../src/startup-error.js';
+import { makeCertificates } from '../support/certificates.js';
 import { databaseName, withDatabase } from '../support/postgres-databases.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { createWorld } from '../support/world.js';
@@ -86,5 +87,15 @@ describe.skipIf(!TLS_URL)('TLS (runs when TEST_TLS_DATABASE_URL is set, as in .c
 
   test('verify-ca checks the certificate but not the host name', async () => {
     expect(await refusal(await tlsUrl({ sslmode: 'verify-ca' }, '127.0.0.1'))).toBe('opened');
+  });
+
+  test("verify-ca refuses a certificate that another CA signed (sslrootcert names a CA of this test's own), in one line", async () => {
+    const otherCa = await makeCertificates('another CA, not the database server\'s');
+    try {
+      const refused = await refusal(await tlsUrl({ sslmode: 'verify-ca', sslrootcert: otherCa.caFile }, '127.0.0.1'));
+      expect(refused).toMatch(/^Cannot use PostgreSQL at 127\.0\.0\.1:\d+\/.+: (self-signed certificate|unable to verify the first certificate|unable to get local issuer certificate)$/);
+    } finally {
+      await otherCa.remove();
+    }
   });
 });
