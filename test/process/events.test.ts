@@ -92,7 +92,7 @@ describe('two processes, one database', () => {
     expect((await second).body).toEqual({ result: 'success', msg: '', events: [], queue_id: queueId });
   });
 
-  test('SIGKILL of the process holding a long poll: the poll repeated on another process loses nothing', async () => {
+  test('SIGKILL of the process holding a long poll, with an event committed and not yet delivered: the poll repeated on another process receives it', async () => {
     const world = await newWorld();
     const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
     const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
@@ -101,13 +101,16 @@ describe('two processes, one database', () => {
       const queueId = await register(url, world);
       const waiting = poll(url, world, queueId, -1, false).catch((error: unknown) => error);
       await waitUntilWaiting(queueId);
+      // Frozen, the process holding the poll cannot deliver what commits now: the change is acknowledged and in flight when it dies.
+      doomed.child.kill('SIGSTOP');
+      await deactivate(a, world, 'green_tick');
       doomed.child.kill('SIGKILL');
       await doomed.exited;
       expect(await waiting).toBeInstanceOf(Error);
-      await deactivate(a, world, 'green_tick');
       const answer = await poll(b, world, queueId, -1, false);
       expect(answer.body.events).toEqual([expect.objectContaining({ type: 'realm_emoji' })]);
     } finally {
+      doomed.child.kill('SIGKILL'); // never left frozen, whatever failed
       await rm(dataDir, { recursive: true, force: true });
     }
   });
@@ -157,7 +160,7 @@ describe('subscriptions across processes', () => {
     }
   });
 
-  test.each(TRANSPORTS)('over %s: SIGKILL of the process holding the subscription: resumed on another with `after`, nothing lost', async (transport) => {
+  test.each(TRANSPORTS)('over %s: SIGKILL of the process holding the subscription, with an event committed and not yet delivered: resumed on another with `after`, it arrives', async (transport) => {
     const world = await newWorld();
     const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
     const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
@@ -167,11 +170,13 @@ describe('subscriptions across processes', () => {
       expect(await first.next(1_000)).toBe('silent');
       await deactivate(a, world, 'green_tick');
       const seen = (await first.next()) as Payload;
+      // Frozen, the process holding the subscription cannot deliver what commits now: in flight when it dies.
+      doomed.child.kill('SIGSTOP');
+      await deactivate(a, world, 'lighthouse');
       doomed.child.kill('SIGKILL');
       await doomed.exited;
       expect(await first.next()).toBe('ended');
       await first.close();
-      await deactivate(a, world, 'lighthouse');
       const resumed = subscribe(transport, b, world.users.member.auth, EmojiChanges, { after: seen.data.customEmojiChanged.cursor });
       try {
         expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
@@ -180,6 +185,7 @@ describe('subscriptions across processes', () => {
         await resumed.close();
       }
     } finally {
+      doomed.child.kill('SIGKILL'); // never left frozen, whatever failed
       await rm(dataDir, { recursive: true, force: true });
     }
   });
