@@ -8,6 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { EventReader } from '../../src/domain/events/reader.js';
@@ -165,3 +166,85 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
     expect(lines.filter((line) => line.level >= 40)).toEqual([]);
   });
 });
+
+/** Whether this run's role may create roles (the embedded PostgreSQL's superuser; CI's role, which .ci/run gives CREATEROLE). */
+async function mayCreateRoles(): Promise<boolean> {
+  const admin = await connectToTestDatabase();
+  try {
+    const { rows } = await admin.query<{ may: boolean }>('SELECT rolsuper OR rolcreaterole AS may FROM pg_roles WHERE rolname = current_user');
+    return rows[0]!.may;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Why the real rotation cannot run here, or null. The embedded PostgreSQL trusts its Unix socket: no password is asked there. */
+async function whyNoRealRotation(): Promise<string | null> {
+  if (new URL(await testDatabaseUrl()).searchParams.has('host')) return 'the embedded PostgreSQL trusts its socket, no password is checked';
+  return (await mayCreateRoles()) ? null : "this run's role may not create roles (CREATEROLE; .ci/run gives it)";
+}
+
+const noRealRotation = await whyNoRealRotation();
+if (noRealRotation) console.warn(`test/security/outage.test.ts: the real password rotation is SKIPPED: ${noRealRotation}`);
+
+describe.skipIf(noRealRotation !== null)(
+  `the password of the server's own role rotated for real (ALTER ROLE ... PASSWORD on a role made for this test)${noRealRotation ? `: SKIPPED, ${noRealRotation}` : ''}`,
+  () => {
+    const role = `teamchat_outage_${process.pid}_${Date.now()}`;
+    const own = capturedLogger('info');
+    let admin: pg.Client;
+    let rotated: RunningServer;
+    let rotatedDir: string;
+    const asAdmin = (text: string) => admin.query(text);
+    const endSessions = () => admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role]);
+    beforeAll(async () => {
+      admin = await connectToTestDatabase();
+      await asAdmin(`CREATE ROLE ${role} LOGIN PASSWORD 'first-password'`);
+      // The role may use the test's tables; the test's own role may end its sessions (as a member of it).
+      await asAdmin(`GRANT USAGE ON SCHEMA public TO ${role}`);
+      await asAdmin(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`);
+      await asAdmin(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+      await asAdmin(`GRANT ${role} TO CURRENT_USER`);
+      const url = new URL(await testDatabaseUrl());
+      url.username = role;
+      url.password = 'first-password';
+      rotatedDir = await mkdtemp(join(tmpdir(), 'teamchat-rotated-'));
+      rotated = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir: rotatedDir }, { databaseUrl: url.href }, { outbox: false, logger: own.logger });
+    });
+    afterAll(async () => {
+      await rotated?.close().catch(() => {});
+      await rm(rotatedDir, { recursive: true, force: true });
+      await endSessions();
+      await asAdmin(`DROP OWNED BY ${role}`);
+      await asAdmin(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    });
+
+    test('503 with Retry-After on both doors and /readyz while the password is refused (28P01), then back by itself when it is accepted again', async () => {
+      const get = (path: string, auth = true) => fetch(`${rotated.url}${path}`, { headers: auth ? { authorization: w.users.owner.auth } : {} }).then(answer);
+      expect((await get('/api/v1/invites')).status).toBe(200);
+      own.clear();
+      await asAdmin(`ALTER ROLE ${role} PASSWORD 'second-password'`);
+      // Its connections outlive the change; a pooler or a restart of PostgreSQL would end them: end them.
+      await endSessions();
+
+      expect(await get('/api/v1/invites')).toEqual(REST_UNAVAILABLE);
+      const states = () => own.lines.filter((line) => /^database (unavailable|available again)/.test(line.msg));
+      await until(() => states().length > 0);
+      expect(states()).toEqual([expect.objectContaining({ level: 50, codes: expect.arrayContaining(['28P01']) })]);
+      expect(await get('/readyz', false)).toEqual(STATE_UNAVAILABLE);
+      const graphqlDown = await fetch(`${rotated.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: w.users.owner.auth },
+        body: JSON.stringify({ query: '{ me { email } }' }),
+      }).then(answer);
+      expect(graphqlDown).toEqual(GRAPHQL_UNAVAILABLE);
+
+      await asAdmin(`ALTER ROLE ${role} PASSWORD 'first-password'`);
+      await until(() => states().length === 2);
+      expect((await get('/api/v1/invites')).status).toBe(200);
+      expect(await get('/readyz', false)).toEqual(OK);
+      expect(own.lines.filter((line) => line.level >= 40)).toEqual([states()[0]]);
+    });
+  },
+);
