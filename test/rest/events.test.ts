@@ -110,6 +110,13 @@ describe('POST /register', () => {
     expect((await poll(world, 'guest', second, -1)).body.code).toBe('BAD_EVENT_QUEUE_ID');
     expect((await poll(world, 'guest', first, -1)).status).toBe(200);
   });
+
+  test('120 registrations of one user at once: each answered, 50 queues remain', async () => {
+    const world = await newWorld();
+    const answers = await Promise.all(Array.from({ length: 120 }, () => callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth })));
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+    expect(await server.app.prisma.eventQueue.count({ where: { userId: world.users.guest.id } })).toBe(50);
+  });
 });
 
 describe('GET and DELETE /events: refusals', () => {

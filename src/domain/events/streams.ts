@@ -195,9 +195,7 @@ export class EventStreams {
    */
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
-    if (this.open.size >= this.app.config.maxSubscriptions) throw processFull();
-    if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
-    const stream = new EventStream(this.app, actor, request.types);
+    const stream = this.admit(actor, request.types);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
     stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) => stream.offer(event)));
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
@@ -211,9 +209,20 @@ export class EventStreams {
       await stream.return();
       throw error;
     }
+    if (this.closing) stream.end();
+    return stream;
+  }
+
+  /**
+   * A new stream, counted against both caps in the step that checks them (before any await: requests
+   * that arrive together cannot all pass the check), and uncounted however it ends.
+   */
+  private admit(actor: Actor, types: readonly EventType[]): EventStream {
+    if (this.open.size >= this.app.config.maxSubscriptions) throw processFull();
+    if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
+    const stream = new EventStream(this.app, actor, types);
     this.count(stream, actor.id, +1);
     stream.onEnd(() => this.count(stream, actor.id, -1));
-    if (this.closing) stream.end();
     return stream;
   }
 
