@@ -150,7 +150,7 @@ export function rootFieldCount(
 /** Parsed documents kept per caller kind (a document within one kind's limits may exceed the other's). */
 const CACHED_DOCUMENTS = 1000;
 /** What the kept documents may hold together: each keeps its text twice (the key, and its AST's source). */
-export const CACHED_DOCUMENT_BYTES = 16 * 1024 * 1024;
+const CACHED_DOCUMENT_BYTES = 16 * 1024 * 1024;
 const ENTRY_OVERHEAD_BYTES = 1024;
 
 /** About what a cached text takes (two bytes a character: V8's strings are Latin-1 or UTF-16). */

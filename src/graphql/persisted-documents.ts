@@ -11,7 +11,7 @@ import { sha256Hex, sha256OfId, type TrustedDocumentsConfig } from './trusted-do
 
 /** Documents registered through APQ: the most recently used ones, each for a day at most, 8 MiB together. */
 const APQ_DOCUMENTS = 1000;
-export const APQ_BYTES = 8 * 1024 * 1024;
+const APQ_BYTES = 8 * 1024 * 1024;
 const APQ_TTL_MS = 24 * 60 * 60 * 1000;
 
 export const PERSISTED_QUERY_ONLY_MESSAGE =

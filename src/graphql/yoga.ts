@@ -128,6 +128,7 @@ function registrationCounter(app: AppContext) {
 export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) {
   const trusted = app.config.graphqlTrustedDocuments;
   const mayRunAnyDocument = (context: object) => !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
+  const isAuthenticated = (context: object) => callerOf(context) != null;
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -167,9 +168,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       // A subscriber that goes away frees its subscription at once, not at the next keep-alive ping.
       useExecutionCancellation(),
       csrfPrevention(),
-      documentSizePlugin(app.config.graphqlLimits, (context) => callerOf(context) != null),
+      documentSizePlugin(app.config.graphqlLimits, isAuthenticated),
       ...persistedDocumentsPlugins(trusted, mayRunAnyDocument, registrationCounter(app)),
-      limitsPlugin(app.config.graphqlLimits, (context) => callerOf(context) != null),
+      limitsPlugin(app.config.graphqlLimits, isAuthenticated),
       authPlugin(),
       rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],

@@ -10,7 +10,7 @@ import { positionCommittedEvents } from '../../src/domain/events/positions.js';
 import { eventCursor, MAX_SUBSCRIPTIONS_PER_USER } from '../../src/domain/events/streams.js';
 import type { LoggedEvent } from '../../src/domain/events/reader.js';
 import { callApi } from '../support/rest.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { connectToTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { eventually, subscribe, type OpenSubscription } from '../support/subscriptions.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
 
@@ -22,7 +22,8 @@ const PER_USER_REFUSAL = `A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} 
 let server: TestServer;
 beforeAll(async () => {
   // Without the API rate limit, which would refuse most of these first (it is tested on its own).
-  server = await startTestServer({ maxSubscriptions: MAX_SUBSCRIPTIONS, rateLimits: [] });
+  // No lock wait limit: one test holds admissions at a lock for as long as it needs.
+  server = await startTestServer({ maxSubscriptions: MAX_SUBSCRIPTIONS, rateLimits: [], databaseLockWaitSeconds: 0 });
 });
 afterAll(() => server.close());
 
@@ -143,4 +144,26 @@ test('subscriptions refused after their admission (a cursor past the log) are un
   expect(counts).toEqual({ 'invalid cursor': counts['invalid cursor'], ...(counts['per-user refusal'] && { 'per-user refusal': counts['per-user refusal'] }) });
   expect(server.app.eventStreams!.size).toBe(0);
   expect(tally(await overOneWebSocket(auth, after, 101))).toEqual({ live: 100, 'per-user refusal': 1 });
+});
+
+test('subscribers that go away while their subscriptions are being admitted free them once admitted', async () => {
+  const world = await createWorld(server.app.prisma);
+  const auth = world.users.member.auth;
+  // Admission reads where the log ends, positioning what committed first: held here, it waits.
+  const positioning = await connectToTestDatabase();
+  try {
+    await positioning.query('BEGIN');
+    await positioning.query('SELECT pg_advisory_xact_lock(22, 0)');
+    // An event committed now stays unpositioned (the process's reader only tries the lock).
+    expect((await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth })).status).toBe(200);
+    // Fewer than the pool's connections: each one held by an admission that waits.
+    const subscriptions = (['sse', 'ws'] as const).flatMap((transport) => Array.from({ length: 4 }, () => subscribe(transport, server.url, auth, DOCUMENT, {})));
+    for (const subscription of subscriptions) void subscription.next(ANSWER_MS);
+    await eventually(() => server.app.eventStreams!.size === subscriptions.length, 30_000);
+    await Promise.all(subscriptions.map((subscription) => subscription.close()));
+  } finally {
+    await positioning.query('COMMIT');
+    await positioning.end();
+  }
+  // afterEach: every one is uncounted.
 });

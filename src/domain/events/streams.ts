@@ -27,6 +27,8 @@ export interface StreamRequest {
   types: readonly EventType[];
   /** A cursor of an earlier event: what came after it is delivered first. */
   after: string | null;
+  /** Aborted when the subscriber goes away (an HTTP request's): the stream is freed then, even before it is taken. */
+  signal?: AbortSignal;
 }
 
 /** The cursor of an event: opaque to clients (it only names a place in the log). */
@@ -196,6 +198,7 @@ export class EventStreams {
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
     const stream = this.admit(actor, request.types);
+    freedOnAbort(stream, request.signal);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
     stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) => stream.offer(event)));
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
@@ -260,6 +263,18 @@ export class EventStreams {
 interface LogState {
   end: number;
   prunedThrough: number;
+}
+
+/**
+ * A subscriber that goes away while its stream is being admitted never takes it, so nothing would
+ * return it: the abort frees it (the SSE transport's; graphql-ws returns what arrives for a closed socket).
+ */
+function freedOnAbort(stream: EventStream, signal: AbortSignal | undefined): void {
+  if (!signal) return;
+  const free = () => void stream.return();
+  if (signal.aborted) return free();
+  signal.addEventListener('abort', free, { once: true });
+  stream.onEnd(() => signal.removeEventListener('abort', free));
 }
 
 function checkResumable(after: number, log: LogState): void {
