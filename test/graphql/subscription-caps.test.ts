@@ -3,7 +3,7 @@
 // requests opened at once, and a mix of them; the rest are refused as documented, and every stream
 // is uncounted when it ends (a refusal after admission included). Each subscription resumes after an
 // event that has a successor, so a live one proves itself by receiving that successor at once.
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { positionCommittedEvents } from '../../src/domain/events/positions.js';
@@ -18,6 +18,9 @@ const MAX_SUBSCRIPTIONS = 200;
 const ANSWER_MS = 120_000;
 const DOCUMENT = 'subscription Caps($after: String) { customEmojiChanged(after: $after) { cursor emoji { name } } }';
 const PER_USER_REFUSAL = `A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} subscriptions on one server: close some first.`;
+
+// Thousands of subscriptions on a busy machine may take longer than the default test time (a cap, not a measure).
+vi.setConfig({ testTimeout: 180_000 });
 
 let server: TestServer;
 beforeAll(async () => {
