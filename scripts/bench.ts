@@ -13,6 +13,7 @@ import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
+import { ANONYMOUS_DOCUMENTS_SCENARIO, anonymousDocumentsMarkdown, runAnonymousDocuments, type AnonymousDocumentsResult } from './bench/anonymous-documents.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
@@ -236,7 +237,7 @@ async function measureRateLimited(scenario: Scenario, env: Record<string, string
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
-type ModeResults = ModeResult & { hostile?: HostileResult; live?: LiveResult; pages?: PagesResult };
+type ModeResults = ModeResult & { hostile?: HostileResult; live?: LiveResult; pages?: PagesResult; anonymousDocuments?: AnonymousDocumentsResult };
 
 async function benchMode(mode: Mode): Promise<ModeResults> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
@@ -295,9 +296,11 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
         })
       : undefined;
     const pages = isSelected(PAGES) ? await runPages(real, db, organizations.pages!, ROUNDS) : undefined;
+    const anonymousDocuments = isSelected({ name: ANONYMOUS_DOCUMENTS_SCENARIO }) ? await runAnonymousDocuments(real.url, real.child.pid!) : undefined;
     // Last, on its own: it adds 60,000 files and 30,000 invitations, and its memory is not the normal load's.
     const hostile = isSelected({ name: HOSTILE_SCENARIO }) ? await runHostile(real, db, hostileParties(organizations.main!)) : undefined;
     return {
+      anonymousDocuments,
       hostile,
       live,
       pages,
@@ -341,7 +344,7 @@ async function main() {
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
+  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + anonymousDocumentsMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
@@ -349,6 +352,11 @@ async function main() {
   const mismatches = modes.flatMap((mode) => mode.scenarios).filter((scenario) => scenario.mismatches.length > 0);
   if (mismatches.length > 0) {
     console.error(`FAILED: floor and server did not do the same work in ${mismatches.map((s) => `"${s.name}"`).join(', ')} (see MISMATCH above and the report).`);
+    process.exitCode = 1;
+  }
+  const anonymousViolations = modes.flatMap((mode) => mode.anonymousDocuments?.violations.map((violation) => `${mode.mode}: ${violation}`) ?? []);
+  if (anonymousViolations.length > 0) {
+    console.error(`FAILED: ${ANONYMOUS_DOCUMENTS_SCENARIO}: ${anonymousViolations.join('; ')}`);
     process.exitCode = 1;
   }
 }

@@ -245,6 +245,33 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     expect(grew(HTTP, { door: 'graphql', route: '/graphql', method: 'POST', status: '401' })).toBe(1);
   });
 
+  test('client errors count with their own code or BAD_USER_INPUT, never INTERNAL_SERVER_ERROR', async () => {
+    const auth = world.users.owner.auth;
+    const send = async (body: Record<string, unknown>) =>
+      (await fetch(`${main.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify(body) })).json();
+    const before = await scrape(metricsOf(main));
+    const missing = await send({ query: 'query ClientMissingVariable($limit: Int!) { directMessages(limit: $limit) { id } }' });
+    expect(missing.errors[0].message).toBe('Variable "$limit" of required type "Int!" was not provided.');
+    const mistyped = await send({ query: 'query ClientMistypedVariable($limit: Int!) { directMessages(limit: $limit) { id } }', variables: { limit: 'ten' } });
+    expect(mistyped.errors[0].message).toMatch(/^Variable "\$limit" got invalid value "ten"/);
+    const undeclared = await send({ query: 'query ClientUndeclaredVariable { directMessages(limit: $limit) { id } }' });
+    expect(undeclared.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const aliases = Array.from({ length: 31 }, (_, i) => `a${i}: me { email }`).join(' ');
+    expect((await send({ query: `query ClientTooManyAliases { ${aliases} }` })).errors[0].message).toMatch(/Aliases limit/);
+    const mutations = Array.from({ length: 6 }, (_, i) => `r${i}: revokeInvitation(id: 0) { __typename }`).join(' ');
+    expect((await send({ query: `mutation ClientTooManyMutations { ${mutations} }` })).errors[0].extensions.code).toBe('BAD_REQUEST');
+    const after = await scrape(metricsOf(main));
+
+    const errors = 'graphql_envelop_error_result';
+    const grew = (labels: Labels) => after.value(errors, labels) - before.value(errors, labels);
+    expect(grew({ operationName: 'ClientMissingVariable', phase: 'execute', code: 'BAD_USER_INPUT' })).toBe(1);
+    expect(grew({ operationName: 'ClientMistypedVariable', phase: 'execute', code: 'BAD_USER_INPUT' })).toBe(1);
+    expect(grew({ operationName: 'ClientUndeclaredVariable', phase: 'validate', code: 'GRAPHQL_VALIDATION_FAILED' })).toBe(1);
+    expect(grew({ operationName: 'ClientTooManyAliases', phase: 'validate', code: 'GRAPHQL_VALIDATION_FAILED' })).toBe(1);
+    expect(grew({ operationName: 'ClientTooManyMutations', phase: 'execute', code: 'BAD_REQUEST' })).toBe(1);
+    expect(grew({ code: 'INTERNAL_SERVER_ERROR' })).toBe(0);
+  });
+
   test("an invitation's queued e-mail: pending, the oldest one's age, then its delivery", async () => {
     const address = `metrics-${Date.now()}@example.net`;
     const before = await scrape(beside.metricsUrl!, {});

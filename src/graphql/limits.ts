@@ -25,6 +25,8 @@ import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
 
 export interface DocumentLimits {
+  /** The document's text in UTF-8, checked before it is parsed (a comment is one token, of any size). */
+  documentBytes: number;
   tokens: number;
   depth: number;
   aliases: number;
@@ -44,8 +46,9 @@ export interface GraphQLLimits {
  * 53,411; the README's example query costs 384.
  */
 export const DEFAULT_GRAPHQL_LIMITS: GraphQLLimits = {
-  anonymous: { tokens: 1000, depth: 24, aliases: 5, directives: 10, cost: 60_000 },
-  authenticated: { tokens: 2000, depth: 24, aliases: 30, directives: 50, cost: 120_000 },
+  anonymous: { documentBytes: 64 * 1024, tokens: 1000, depth: 24, aliases: 5, directives: 10, cost: 60_000 },
+  // The request body's limit (src/http/app.ts) holds authenticated documents already.
+  authenticated: { documentBytes: 1024 * 1024, tokens: 2000, depth: 24, aliases: 30, directives: 50, cost: 120_000 },
   mutationFields: 5,
 };
 
@@ -53,6 +56,7 @@ export const DEFAULT_GRAPHQL_LIMITS: GraphQLLimits = {
 export const LIST_COST_FACTOR = 10;
 
 const LIMIT_VARIABLES = {
+  documentBytes: 'MAX_DOCUMENT_BYTES',
   tokens: 'MAX_TOKENS',
   depth: 'MAX_DEPTH',
   aliases: 'MAX_ALIASES',
@@ -145,6 +149,32 @@ export function rootFieldCount(
 
 /** Parsed documents kept per caller kind (a document within one kind's limits may exceed the other's). */
 const CACHED_DOCUMENTS = 1000;
+/** What the kept documents may hold together: each keeps its text twice (the key, and its AST's source). */
+const CACHED_DOCUMENT_BYTES = 16 * 1024 * 1024;
+const ENTRY_OVERHEAD_BYTES = 1024;
+
+/** About what a cached text takes (two bytes a character: V8's strings are Latin-1 or UTF-16). */
+export const cachedTextBytes = (text: string) => 2 * text.length + ENTRY_OVERHEAD_BYTES;
+
+const documentTooLarge = (limit: number, authenticated: boolean) =>
+  createGraphQLError(`Document too large: at most ${limit} bytes ${authenticated ? 'with' : 'without'} credentials.`, {
+    extensions: { code: 'DOCUMENT_TOO_LARGE', http: { status: 413 } },
+  });
+
+/**
+ * A document over its caller's byte limit is refused before it is parsed or registered (APQ): it
+ * must come before the persisted documents' plugins.
+ */
+export function documentSizePlugin(limits: GraphQLLimits, isAuthenticated: (context: object) => boolean): Plugin {
+  return {
+    onParams({ params, context }) {
+      if (typeof params.query !== 'string') return;
+      const authenticated = isAuthenticated(context);
+      const limit = limits[authenticated ? 'authenticated' : 'anonymous'].documentBytes;
+      if (params.query.length > limit || Buffer.byteLength(params.query) > limit) throw documentTooLarge(limit, authenticated);
+    },
+  };
+}
 
 /**
  * `isAuthenticated` reads the initial context (the caller is known before parsing). Parsing and
@@ -154,7 +184,7 @@ const CACHED_DOCUMENTS = 1000;
 export function limitsPlugin(limits: GraphQLLimits, isAuthenticated: (context: object) => boolean): Plugin {
   const suggestions = blockFieldSuggestionsPlugin({ mask: '' }).onValidate!;
   const kindOf = (context: object) => (isAuthenticated(context) ? 'authenticated' : 'anonymous');
-  const documents = new LRUCache<string, DocumentNode>({ max: CACHED_DOCUMENTS });
+  const documents = new LRUCache<string, DocumentNode>({ max: CACHED_DOCUMENTS, maxSize: CACHED_DOCUMENT_BYTES, sizeCalculation: (_document, key) => cachedTextBytes(key) });
   const validations = { authenticated: new WeakMap<DocumentNode, readonly GraphQLError[]>(), anonymous: new WeakMap<DocumentNode, readonly GraphQLError[]>() };
   return {
     onParse({ context, params, setParseFn, setParsedDocument }) {

@@ -6,10 +6,12 @@ import { useAPQ } from '@graphql-yoga/plugin-apq';
 import { usePersistedOperations } from '@graphql-yoga/plugin-persisted-operations';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { LRUCache } from 'lru-cache';
+import { cachedTextBytes } from './limits.js';
 import { sha256Hex, sha256OfId, type TrustedDocumentsConfig } from './trusted-documents.js';
 
-/** Documents registered through APQ: the most recently used ones, each for a day at most. */
+/** Documents registered through APQ: the most recently used ones, each for a day at most, 8 MiB together. */
 const APQ_DOCUMENTS = 1000;
+const APQ_BYTES = 8 * 1024 * 1024;
 const APQ_TTL_MS = 24 * 60 * 60 * 1000;
 
 export const PERSISTED_QUERY_ONLY_MESSAGE =
@@ -47,16 +49,32 @@ function trustedOnlyPolicy(mayRunAnyDocument: (context: object) => boolean): Plu
   };
 }
 
+/** A request that sends a document with its hash registers it (APQ): `count` may refuse it first. */
+function countedRegistrations(count: (context: object) => Promise<void>): Plugin {
+  return {
+    async onParams({ params, context }) {
+      const persistedQuery = params.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined;
+      if (params.query != null && typeof persistedQuery?.sha256Hash === 'string') await count(context);
+    },
+  };
+}
+
 /**
  * `mayRunAnyDocument` reads the initial context (the caller is known before parsing): true unless
  * trusted-only mode is on and the caller is not an administrator. Such callers get the manifest's
- * documents only; the others also the documents registered through APQ, and may register more.
+ * documents only; the others also the documents registered through APQ, and may register more, each
+ * registration counted by `countRegistration` (the rate limit).
  */
-export function persistedDocumentsPlugins(config: TrustedDocumentsConfig, mayRunAnyDocument: (context: object) => boolean): Plugin[] {
+export function persistedDocumentsPlugins(
+  config: TrustedDocumentsConfig,
+  mayRunAnyDocument: (context: object) => boolean,
+  countRegistration: (context: object) => Promise<void>,
+): Plugin[] {
   const manifest = config.manifest ?? new Map<string, string>();
-  const registered = new LRUCache<string, string>({ max: APQ_DOCUMENTS, ttl: APQ_TTL_MS });
+  const registered = new LRUCache<string, string>({ max: APQ_DOCUMENTS, maxSize: APQ_BYTES, sizeCalculation: cachedTextBytes, ttl: APQ_TTL_MS });
   return [
     trustedOnlyPolicy(mayRunAnyDocument),
+    countedRegistrations(countRegistration),
     usePersistedOperations({
       allowArbitraryOperations: true,
       extractPersistedOperationId: documentIdOf,

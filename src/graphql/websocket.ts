@@ -59,10 +59,11 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
         return true;
       },
       onSubscribe: async ({ extra }, _id, params) => {
-        const caller = await identifyCaller(app, extra.authorization ?? null, options.clientAddress(extra.request));
+        const clientAddress = options.clientAddress(extra.request);
+        const caller = await identifyCaller(app, extra.authorization ?? null, clientAddress);
         const query = graphql.webSocketDocument(caller, params);
         if (typeof query !== 'string') return [query];
-        const enveloped = graphql.getEnveloped({ caller, params: { ...params, query }, request: extra.request });
+        const enveloped = graphql.getEnveloped({ caller, clientAddress, params: { ...params, query }, request: extra.request });
         let document;
         try {
           document = enveloped.parse(query);

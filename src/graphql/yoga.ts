@@ -15,7 +15,7 @@ import { authPlugin } from './auth-plugin.js';
 import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
-import { limitsPlugin, rootFieldCount } from './limits.js';
+import { documentSizePlugin, limitsPlugin, rootFieldCount } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
 import { requestError } from './schema/errors.js';
 import { schema } from './schema/index.js';
@@ -32,6 +32,8 @@ export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight']
 /** Who is calling, known before the document is parsed (the limits depend on it). */
 export interface ServerContext {
   caller: Caller;
+  /** The peer's address (src/http/client-address.ts): who a caller without credentials is. */
+  clientAddress: string;
 }
 
 /** The caller of an Authorization header (HTTP's, or a WebSocket's connection_init payload's). */
@@ -107,9 +109,26 @@ function rateCountedFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLCo
 
 const callerOf = (context: object) => (context as Partial<ServerContext>).caller?.actor ?? null;
 
+/**
+ * An APQ registration makes the server keep a document: a caller without credentials pays for it
+ * against the rate limit by its address (an authenticated request has counted already).
+ */
+function registrationCounter(app: AppContext) {
+  return async (context: object) => {
+    const { caller, clientAddress } = context as Partial<ServerContext>;
+    if (caller?.actor || clientAddress === undefined) return;
+    try {
+      await app.rateLimiter.hitAddress(clientAddress);
+    } catch (error) {
+      throw error instanceof DomainError ? requestError(error, { refusesRequest: true }) : error;
+    }
+  };
+}
+
 export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) {
   const trusted = app.config.graphqlTrustedDocuments;
   const mayRunAnyDocument = (context: object) => !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
+  const isAuthenticated = (context: object) => callerOf(context) != null;
   const yoga = createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -149,8 +168,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       // A subscriber that goes away frees its subscription at once, not at the next keep-alive ping.
       useExecutionCancellation(),
       csrfPrevention(),
-      ...persistedDocumentsPlugins(trusted, mayRunAnyDocument),
-      limitsPlugin(app.config.graphqlLimits, (context) => callerOf(context) != null),
+      documentSizePlugin(app.config.graphqlLimits, isAuthenticated),
+      ...persistedDocumentsPlugins(trusted, mayRunAnyDocument, registrationCounter(app)),
+      limitsPlugin(app.config.graphqlLimits, isAuthenticated),
       authPlugin(),
       rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
@@ -161,8 +181,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(request: Request, clientAddress: string): Promise<Response> {
-      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller() });
-      const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });
+      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller(), clientAddress });
+      const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress), clientAddress });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

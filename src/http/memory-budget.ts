@@ -53,6 +53,12 @@ export interface Reservation {
   release(): void;
 }
 
+/** The reservations one answer holds until it settles. */
+interface AnswerReservations {
+  held: Reservation[];
+  settled: boolean;
+}
+
 interface Waiter {
   bytes: number;
   admit(): void;
@@ -62,7 +68,7 @@ export class MemoryBudget {
   private reservedBytes = 0;
   private readonly waiting: Waiter[] = [];
   /** The reservations of the answer in progress (GraphQL's, held until its response is built). */
-  private readonly scope = new AsyncLocalStorage<Reservation[]>();
+  private readonly scope = new AsyncLocalStorage<AnswerReservations>();
 
   constructor(private readonly config: MemoryBudgetConfig) {}
 
@@ -102,19 +108,24 @@ export class MemoryBudget {
    * given back when it settles.
    */
   async answering<T>(work: () => Promise<T>): Promise<T> {
-    const held: Reservation[] = [];
+    const answer: AnswerReservations = { held: [], settled: false };
     try {
-      return await this.scope.run(held, work);
+      return await this.scope.run(answer, work);
     } finally {
-      for (const reservation of held) reservation.release();
+      answer.settled = true;
+      for (const reservation of answer.held) reservation.release();
     }
   }
 
-  /** Reserves `bytes` until the answer in progress (`answering`) is ready; outside one, nothing is held. */
+  /**
+   * Reserves `bytes` until the answer in progress (`answering`) is ready; outside one, nothing is held.
+   * A reservation granted after its answer settled (a resolver that GraphQL stopped waiting for, when
+   * a sibling failed) is given back at once, or it would be held for ever.
+   */
   async reserveWhileAnswering(bytes: number): Promise<void> {
     const reservation = await this.reserve(bytes);
-    const held = this.scope.getStore();
-    if (held) held.push(reservation);
+    const answer = this.scope.getStore();
+    if (answer && !answer.settled) answer.held.push(reservation);
     else reservation.release();
   }
 

@@ -4,7 +4,7 @@
 // `url` label holds the raw URL, GET queries included) are off: requests are timed by
 // src/metrics/http.ts, and each request costs a few observations here, not work per field or row.
 import { createCounter, createHistogram, usePrometheus } from '@graphql-yoga/plugin-prometheus';
-import type { GraphQLError } from 'graphql';
+import { GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { LATENCY_BUCKETS, type ServerMetrics } from './metrics.js';
 
@@ -34,11 +34,22 @@ function boundedValues(max: number): (value: string) => string {
 
 const PHASE_CODES: Record<string, string> = { parse: 'GRAPHQL_PARSE_FAILED', validate: 'GRAPHQL_VALIDATION_FAILED' };
 
-/** The error's extensions.code; unexpected errors (masked in the answer) have none. */
+/**
+ * An error the execution reported about the request itself (a variable missing, or not of its type):
+ * no code of ours threw it (no originalError) and it belongs to no field (no path).
+ */
+const isRequestError = (error: unknown) => error instanceof GraphQLError && !error.originalError && !error.path;
+
+/**
+ * The error's extensions.code; else its phase's, or BAD_USER_INPUT for the request's own errors found
+ * while executing. Only unexpected errors (masked in the answer) are INTERNAL_SERVER_ERROR.
+ */
 function codeOf(params: FillParams): string {
   const code = (params.error as GraphQLError | undefined)?.extensions?.code;
   if (typeof code === 'string') return code;
-  return PHASE_CODES[params.errorPhase ?? ''] ?? 'INTERNAL_SERVER_ERROR';
+  const phaseCode = PHASE_CODES[params.errorPhase ?? ''];
+  if (phaseCode) return phaseCode;
+  return params.errorPhase === 'execute' && isRequestError(params.error) ? 'BAD_USER_INPUT' : 'INTERNAL_SERVER_ERROR';
 }
 
 /**

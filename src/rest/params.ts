@@ -20,6 +20,10 @@ function fail(message: string): never {
 export const jsonInt: JsonCheck<number> = (value, at) =>
   typeof value === 'number' && Number.isInteger(value) ? value : fail(`${at} is not an integer`);
 
+/** An integer a JavaScript number holds exactly: past 2^53 JSON's digits would be silently rounded. */
+export const jsonSafeInt: JsonCheck<number> = (value, at) =>
+  typeof value === 'number' && Number.isSafeInteger(value) ? value : fail(`${at} is not an integer`);
+
 export const jsonBool: JsonCheck<boolean> = (value, at) =>
   typeof value === 'boolean' ? value : fail(`${at} is not a boolean`);
 
@@ -90,12 +94,17 @@ export function missing(name: string): DomainError {
   return new DomainError(`Missing '${name}' argument`, { code: 'REQUEST_VARIABLE_MISSING', data: { var_name: name } });
 }
 
-type Declared = Record<string, { spec: ParamSpec<unknown>; required: boolean }>;
+type Declared = Record<string, { spec: ParamSpec<unknown>; required: boolean; plainMissing?: boolean }>;
 type Parsed<D extends Declared> = {
   [K in keyof D]: D[K] extends { spec: ParamSpec<infer T>; required: true } ? T : D[K] extends { spec: ParamSpec<infer T> } ? T | undefined : never;
 };
 
 export const required = <T>(spec: ParamSpec<T>) => ({ spec, required: true as const });
+/**
+ * Required, but its absence is the reference's plain error (code BAD_REQUEST, no var_name), where the
+ * reference checks it in its own code rather than through its usual missing-argument error.
+ */
+export const requiredPlainly = <T>(spec: ParamSpec<T>) => ({ spec, required: true as const, plainMissing: true });
 export const optional = <T>(spec: ParamSpec<T>) => ({ spec, required: false as const });
 
 /**
@@ -104,10 +113,10 @@ export const optional = <T>(spec: ParamSpec<T>) => ({ spec, required: false as c
  */
 export function parseParams<D extends Declared>(source: ParamSource, declared: D): { values: Parsed<D>; ignored: string[] } {
   const values: Record<string, unknown> = {};
-  for (const [name, { spec, required: isRequired }] of Object.entries(declared)) {
+  for (const [name, { spec, required: isRequired, plainMissing }] of Object.entries(declared)) {
     const raw = source.get(name);
     if (raw === undefined) {
-      if (isRequired) throw missing(name);
+      if (isRequired) throw plainMissing ? new DomainError(`Missing '${name}' argument`) : missing(name);
       continue;
     }
     values[name] = spec.read(raw, name);

@@ -110,6 +110,13 @@ describe('POST /register', () => {
     expect((await poll(world, 'guest', second, -1)).body.code).toBe('BAD_EVENT_QUEUE_ID');
     expect((await poll(world, 'guest', first, -1)).status).toBe(200);
   });
+
+  test('120 registrations of one user at once: each answered, 50 queues remain', async () => {
+    const world = await newWorld();
+    const answers = await Promise.all(Array.from({ length: 120 }, () => callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth })));
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+    expect(await server.app.prisma.eventQueue.count({ where: { userId: world.users.guest.id } })).toBe(50);
+  });
 });
 
 describe('GET and DELETE /events: refusals', () => {
@@ -117,13 +124,18 @@ describe('GET and DELETE /events: refusals', () => {
     const world = await newWorld();
     const queueId = await register(world, 'member');
     const auth = world.users.member.auth;
-    expect(await callApi(server.url, 'GET', '/events', { authorization: auth, query: { last_event_id: '-1' } })).toMatchObject({
+    // Section 2: GET's missing arguments are plain BAD_REQUESTs, without var_name; DELETE's is the usual error.
+    const answerTo = async (method: 'GET' | 'DELETE', query: Record<string, string>) => {
+      const { status, body } = await callApi(server.url, method, '/events', { authorization: auth, query });
+      return { status, body };
+    };
+    const plainRefusal = (msg: string) => ({ status: 400, body: { result: 'error', msg, code: 'BAD_REQUEST' } });
+    expect(await answerTo('GET', { last_event_id: '-1' })).toEqual(plainRefusal("Missing 'queue_id' argument"));
+    expect(await answerTo('GET', {})).toEqual(plainRefusal("Missing 'queue_id' argument"));
+    expect(await answerTo('GET', { queue_id: queueId })).toEqual(plainRefusal("Missing 'last_event_id' argument"));
+    expect(await answerTo('DELETE', {})).toEqual({
       status: 400,
-      body: { result: 'error', msg: "Missing 'queue_id' argument", code: 'REQUEST_VARIABLE_MISSING' },
-    });
-    expect(await callApi(server.url, 'GET', '/events', { authorization: auth, query: { queue_id: queueId } })).toMatchObject({
-      status: 400,
-      body: { msg: "Missing 'last_event_id' argument" },
+      body: { result: 'error', msg: "Missing 'queue_id' argument", code: 'REQUEST_VARIABLE_MISSING', var_name: 'queue_id' },
     });
     for (const [who, id] of [['member', 'nonsense'], ['member', '00000000-0000-4000-8000-000000000000'], ['admin', queueId]] as const) {
       const response = await poll(world, who, id, -1);
@@ -132,16 +144,19 @@ describe('GET and DELETE /events: refusals', () => {
     }
     const other = await newWorld();
     expect((await callApi(server.url, 'GET', '/events', { authorization: other.users.member.auth, query: { queue_id: queueId, last_event_id: '-1' } })).body.code).toBe('BAD_EVENT_QUEUE_ID');
-    expect((await callApi(server.url, 'DELETE', '/events', { authorization: auth })).body.msg).toBe("Missing 'queue_id' argument");
     expect((await callApi(server.url, 'DELETE', '/events', { authorization: world.users.admin.auth, query: { queue_id: queueId } })).body.code).toBe('BAD_EVENT_QUEUE_ID');
     expect((await poll(world, 'member', queueId, -1)).status).toBe(200);
     expect((await callApi(server.url, 'GET', '/events', { query: { queue_id: queueId, last_event_id: '-1' } })).status).toBe(401);
-    const hostile = (query: Record<string, string>) => callApi(server.url, 'GET', '/events', { authorization: auth, query: { queue_id: queueId, ...query } });
-    expect((await hostile({ last_event_id: 'x' })).body.msg).toBe('last_event_id is not valid JSON');
-    expect((await hostile({ last_event_id: '1.5' })).body.msg).toBe('last_event_id is not an integer');
-    expect((await hostile({ last_event_id: '-1', dont_block: 'yes' })).body.msg).toBe('dont_block is not valid JSON');
-    for (const huge of ['99999999999999999999999', '-99999999999999999999999']) {
-      expect(await hostile({ last_event_id: huge, dont_block: 'true' })).toMatchObject({ status: 200, body: { events: [] } });
+    const hostile = (query: Record<string, string>) => answerTo('GET', { queue_id: queueId, ...query });
+    expect(await hostile({ last_event_id: 'x' })).toEqual(plainRefusal('last_event_id is not valid JSON'));
+    expect(await hostile({ last_event_id: '-1', dont_block: 'yes' })).toEqual(plainRefusal('dont_block is not valid JSON'));
+    // An integer a JavaScript number does not hold exactly (past 2^53 it would be silently rounded) is not one.
+    const twoToThe70 = (2n ** 70n).toString();
+    for (const notAnInteger of ['1.5', '1e3', twoToThe70, `-${twoToThe70}`, '9007199254740992', '-9007199254740992', '99999999999999999999999']) {
+      expect(await hostile({ last_event_id: notAnInteger, dont_block: 'true' })).toEqual(plainRefusal('last_event_id is not an integer'));
+    }
+    for (const safe of [String(Number.MAX_SAFE_INTEGER), String(Number.MIN_SAFE_INTEGER)]) {
+      expect(await hostile({ last_event_id: safe, dont_block: 'true' })).toEqual({ status: 200, body: { result: 'success', msg: '', events: [] } });
     }
   });
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect } from 'vitest';
+import { realServerCommand } from '../../scripts/bench/processes.js';
 import { testDatabaseUrls } from './server.js';
 
 export interface Started {
@@ -37,7 +38,16 @@ export function environment(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 /** `node dist/main.js` with this environment (PORT defaults to 0), in this checkout (default: this one). */
 export function startServerProcess(env: NodeJS.ProcessEnv, cwd?: string): Started {
-  const child = spawn(process.execPath, ['dist/main.js'], { cwd, env: environment({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  return startNode(['dist/main.js'], env, cwd);
+}
+
+/** The server as `npm start` runs it (with its V8 flags): for tests that measure its memory. */
+export function startServerProcessAsNpmStarts(env: NodeJS.ProcessEnv): Started {
+  return startNode(realServerCommand(), env);
+}
+
+function startNode(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Started {
+  const child = spawn(process.execPath, args, { cwd, env: environment({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));

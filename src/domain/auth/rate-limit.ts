@@ -58,6 +58,7 @@ interface Counter {
 }
 
 const userKey = (userId: number, rule: RateRule) => `user:${userId}:${rule.windowSeconds}`;
+const addressKey = (clientAddress: string, rule: RateRule) => `address:${clientAddress}:${rule.windowSeconds}`;
 const failureKey = (clientAddress: string) => `failed-login:${clientAddress}`;
 
 // Every authenticated request runs one of these, so they go straight to the driver. Times travel as
@@ -173,21 +174,35 @@ export class RateLimiter {
    * limit, or when the client address is locked out by failed logins.
    */
   async hit(userId: number, weight = 1, clientAddress?: string): Promise<void> {
-    const rules = this.limits.perUser;
     const failures = this.limits.failedLogins && clientAddress !== undefined ? this.limits.failedLogins : null;
-    if (rules.length === 0 && !failures) return;
+    if (this.limits.perUser.length === 0 && !failures) return;
+    const failuresKey = failures ? failureKey(clientAddress!) : '';
+    if (this.limits.perUser.length === 0) return this.refuseIfLockedOut(failuresKey, this.now());
+    await this.count((rule) => userKey(userId, rule), weight, failuresKey);
+  }
+
+  /**
+   * Counts `weight` requests of a caller without credentials, known only by its address, against the
+   * same rules as a user's (what such a caller may make the server keep, e.g. an APQ registration).
+   */
+  async hitAddress(clientAddress: string, weight = 1): Promise<void> {
+    if (this.limits.perUser.length === 0) return;
+    await this.count((rule) => addressKey(clientAddress, rule), weight, '');
+  }
+
+  /** One statement: the rules' counters of `keyOf` grow by `weight`, and the failures of `failuresKey` are read. */
+  private async count(keyOf: (rule: RateRule) => string, weight: number, failuresKey: string): Promise<void> {
+    const rules = this.limits.perUser;
     const now = this.now();
-    const addressKey = failures ? failureKey(clientAddress!) : '';
-    if (rules.length === 0) return this.refuseIfLockedOut(addressKey, now);
     const counters = await this.sql.rows<Counter>(HIT_AND_READ_FAILURES, [
       new Date(now).toISOString(),
       weight,
-      rules.map((rule) => userKey(userId, rule)),
+      rules.map(keyOf),
       rules.map((rule) => rule.windowSeconds),
-      addressKey,
+      failuresKey,
     ]);
     const limitOf = (key: string) =>
-      key.startsWith('failed-login:') ? failures!.maxRequests : rules.find((rule) => userKey(userId, rule) === key)!.maxRequests;
+      key.startsWith('failed-login:') ? this.limits.failedLogins!.maxRequests : rules.find((rule) => keyOf(rule) === key)!.maxRequests;
     this.refuseIfOver(counters, limitOf, now);
   }
 

@@ -27,6 +27,8 @@ export interface StreamRequest {
   types: readonly EventType[];
   /** A cursor of an earlier event: what came after it is delivered first. */
   after: string | null;
+  /** Aborted when the subscriber goes away (an HTTP request's): the stream is freed then, even before it is taken. */
+  signal?: AbortSignal;
 }
 
 /** The cursor of an event: opaque to clients (it only names a place in the log). */
@@ -195,9 +197,8 @@ export class EventStreams {
    */
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
-    if (this.open.size >= this.app.config.maxSubscriptions) throw processFull();
-    if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
-    const stream = new EventStream(this.app, actor, request.types);
+    const stream = this.admit(actor, request.types);
+    freedOnAbort(stream, request.signal);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
     stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) => stream.offer(event)));
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
@@ -211,9 +212,20 @@ export class EventStreams {
       await stream.return();
       throw error;
     }
+    if (this.closing) stream.end();
+    return stream;
+  }
+
+  /**
+   * A new stream, counted against both caps in the step that checks them (before any await: requests
+   * that arrive together cannot all pass the check), and uncounted however it ends.
+   */
+  private admit(actor: Actor, types: readonly EventType[]): EventStream {
+    if (this.open.size >= this.app.config.maxSubscriptions) throw processFull();
+    if ((this.openByUser.get(actor.id) ?? 0) >= MAX_SUBSCRIPTIONS_PER_USER) throw tooManyOfUser();
+    const stream = new EventStream(this.app, actor, types);
     this.count(stream, actor.id, +1);
     stream.onEnd(() => this.count(stream, actor.id, -1));
-    if (this.closing) stream.end();
     return stream;
   }
 
@@ -251,6 +263,18 @@ export class EventStreams {
 interface LogState {
   end: number;
   prunedThrough: number;
+}
+
+/**
+ * A subscriber that goes away while its stream is being admitted never takes it, so nothing would
+ * return it: the abort frees it (the SSE transport's; graphql-ws returns what arrives for a closed socket).
+ */
+function freedOnAbort(stream: EventStream, signal: AbortSignal | undefined): void {
+  if (!signal) return;
+  const free = () => void stream.return();
+  if (signal.aborted) return free();
+  signal.addEventListener('abort', free, { once: true });
+  stream.onEnd(() => signal.removeEventListener('abort', free));
 }
 
 function checkResumable(after: number, log: LogState): void {

@@ -25,7 +25,9 @@ function follow(context: GraphQLContext, types: EventType[], after: string | nul
   // A full server refuses the request itself (503 with Retry-After: clients retry, perhaps elsewhere);
   // a bad cursor is the subscription's own error, which the client reads.
   const serverFull = (error: DomainError) => error.status === 503;
-  return domainQuery(() => streams.follow(actor, heldCredentials(context.app, context.authorization ?? ''), { types, after: after ?? null }), serverFull);
+  // Yoga's context holds the HTTP request (over WebSocket, the upgrade's, which has no signal).
+  const signal = (context as { request?: { signal?: AbortSignal } }).request?.signal;
+  return domainQuery(() => streams.follow(actor, heldCredentials(context.app, context.authorization ?? ''), { types, after: after ?? null, signal }), serverFull);
 }
 
 /** The item's event, or the error that ended the stream (its last payload). Each event is a new answer. */

@@ -1,7 +1,7 @@
 // POST /register, GET and DELETE /events (docs/reference/events.md sections 1-3): the reference's
 // parameters and answers over the event queues of src/domain/events.
 import type { JsonCheck } from '../params.js';
-import { json, jsonBool, jsonInt, jsonList, jsonNullable, optional, parseParams, required, text } from '../params.js';
+import { json, jsonBool, jsonInt, jsonList, jsonNullable, jsonSafeInt, optional, parseParams, required, requiredPlainly, text } from '../params.js';
 import { heldCredentials } from '../../domain/auth/held-credentials.js';
 import { DomainError } from '../../domain/errors.js';
 import { queueLifespan, registerQueue } from '../../domain/events/queues.js';
@@ -58,9 +58,10 @@ export const register: RestHandler = async ({ actor, params, app }) => {
   );
 };
 
+// Section 2: a missing queue_id or last_event_id is a plain BAD_REQUEST (DELETE's queue_id is not).
 const POLL_PARAMS = {
-  queue_id: required(text()),
-  last_event_id: required(json(jsonInt)),
+  queue_id: requiredPlainly(text()),
+  last_event_id: requiredPlainly(json(jsonSafeInt)),
   dont_block: optional(json(jsonBool)),
 };
 
