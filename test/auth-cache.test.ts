@@ -2,10 +2,12 @@
 // processes (`node dist/main.js`) over one database each cache a user; a key reset made by the CLI,
 // a deactivation, a role change or an organization's deactivation made outside them takes effect at
 // once: polled right after the change returns, without waiting for its notification, both refuse
-// (or act on the new state) within 1 s.
+// (or act on the new state) within 1 s. That each process answers from its cache is proven by the
+// statements it sends (SQL_STATEMENT_COUNTER): with the cache off, every request reads the credentials.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { STATEMENT_COUNT_PREFIX } from '../src/db/statement-counter.js';
 import { hashApiKey } from '../src/domain/users/api-keys.js';
-import { runCli, serverProcessesOnTestDatabase, testDatabaseEnvironment, type ProcessesOnTestDatabase } from './support/process.js';
+import { runCli, serverProcessesOnTestDatabase, testDatabaseEnvironment, type ProcessesOnTestDatabase, type Started } from './support/process.js';
 import { startCountingApp } from './support/query-count.js';
 import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from './support/server.js';
 import { createWorld, type World, type WorldUserName } from './support/world.js';
@@ -54,14 +56,33 @@ describe('changes made outside two server processes take effect in both at once'
   beforeAll(async () => {
     // A first organization before the processes start, so that neither creates the demo one.
     await createWorld(server.app.prisma);
-    processes = await serverProcessesOnTestDatabase(2, { API_RATE_LIMIT: 'off' });
+    processes = await serverProcessesOnTestDatabase(2, { API_RATE_LIMIT: 'off', SQL_STATEMENT_COUNTER: '1' });
   }, 120_000);
   afterAll(() => processes?.stop());
 
-  /** Both processes authenticate each user twice: from the second request on, each answers from its cache. */
+  /** The statements the process has sent so far: it prints their total on SIGUSR2. */
+  async function statementsSent(started: Started): Promise<number> {
+    const totals = () => [...started.output().matchAll(new RegExp(`^${STATEMENT_COUNT_PREFIX}(\\d+)$`, 'gm'))].map((match) => Number(match[1]));
+    const printed = totals().length;
+    started.child.kill('SIGUSR2');
+    while (totals().length === printed) await new Promise((resolve) => setTimeout(resolve, 10));
+    return totals()[printed]!;
+  }
+
+  const CACHED_REQUESTS = 10;
+
+  /**
+   * Both processes authenticate each user, then answer it from their cache: further requests send
+   * fewer statements than one each (GET /users/me sends none but the credentials' read).
+   */
   async function cachedInBoth(world: World, who: WorldUserName[]) {
-    for (const url of processes.urls) {
-      for (const name of who) for (let i = 0; i < 2; i++) expect((await me(url, world.users[name].auth)).status).toBe(200);
+    for (const [i, url] of processes.urls.entries()) {
+      for (const name of who) {
+        expect((await me(url, world.users[name].auth)).status).toBe(200);
+        const before = await statementsSent(processes.processes[i]!);
+        for (let n = 0; n < CACHED_REQUESTS; n++) expect((await me(url, world.users[name].auth)).status).toBe(200);
+        expect((await statementsSent(processes.processes[i]!)) - before, `${url}: statements of ${CACHED_REQUESTS} cached requests of ${name}`).toBeLessThan(CACHED_REQUESTS);
+      }
     }
   }
 

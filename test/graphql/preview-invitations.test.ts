@@ -197,10 +197,17 @@ describe('previewInvitations', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [w.org.id]);
-      const answer = await Promise.race([
-        preview(w, 'member', {}),
-        new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5000)),
-      ]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      // Were the preview to take the lock, a backend would be seen waiting on the holder (however slow the machine).
+      let answered = false;
+      const waitsOnTheHolder = async () => {
+        while (!answered) {
+          const [waiting] = await server.app.sql.rows<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
+          if (waiting!.n > 0) return 'a backend waited on the lock';
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      const answer = await Promise.race([preview(w, 'member', {}).finally(() => (answered = true)), waitsOnTheHolder()]);
       expect(answer).toEqual({ __typename: 'InvitationPreview', wouldInvite: 1, addresses: [invite('new@elsewhere.example')] });
     } finally {
       await holder.query('ROLLBACK');

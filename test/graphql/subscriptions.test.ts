@@ -1,7 +1,8 @@
 // GraphQL subscriptions over Server-Sent Events (graphql-sse's client) and WebSocket (graphql-ws's
 // client): the REST events' recipients and triggers, resuming with `after`, EVENTS_PRUNED, access
 // ending with a key reset or a deactivation, credentials, origins, limits, and a closed connection
-// or a shutdown ending the stream at once.
+// or a shutdown ending the stream at once. "Nothing was delivered" is proven by a later event that
+// the subscriber must receive next, never by waiting; "accepted" by an event it receives.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClient as createWsClient } from 'graphql-ws';
 import { print } from 'graphql';
@@ -11,6 +12,7 @@ import { LISTENER_NAME } from '../../src/db/notifications.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
+import { pngImage } from '../support/images.js';
 import { postFiles } from '../support/uploads.js';
 import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
@@ -69,20 +71,30 @@ const AttachmentChanges = graphql(`
 
 const open: OpenSubscription<unknown>[] = [];
 
-/** A subscription that is following the log (so that what happens next reaches it). */
+/**
+ * A subscription that is following the log (so that what happens next reaches it). Whatever came
+ * before (what committed before it, another's event) would be the first thing it receives: each test's
+ * first expected event proves that nothing came.
+ */
 async function follow<T, V>(transport: Transport, world: World, who: WorldUserName, document: Parameters<typeof subscribe<T, V>>[3], variables: V) {
   const before = server.app.eventStreams!.size;
   const subscription = subscribe(transport, server.url, world.users[who].auth, document, variables);
   open.push(subscription as OpenSubscription<unknown>);
-  const first = subscription.next(300);
   // A first subscription after a long unread backlog positions it first (seconds through a pooler).
   await eventually(() => server.app.eventStreams!.size > before, 15_000);
-  expect(await first).toBe('silent');
   return subscription;
 }
 
 const deactivateEmoji = (world: World, who: WorldUserName, name: string) =>
   callApi(server.url, 'DELETE', `/realm/emoji/${name}`, { authorization: world.users[who].auth });
+
+/** A new emoji of the organization: an ADDED event for every subscriber of it (a marker that must come next). */
+async function addEmoji(world: World, name: string) {
+  const added = await postFiles(server.url, `/realm/emoji/${name}`, world.users.owner.auth, [{ name: `${name}.png`, type: 'image/png', content: await pngImage() }]);
+  expect(added.status).toBe(200);
+}
+
+const emojiAdded = (name: string) => ({ data: { customEmojiChanged: { cursor: expect.any(String), change: 'ADDED', emoji: expect.objectContaining({ name }) } } });
 
 afterAll(async () => {
   await Promise.all(open.map((s) => s.close()));
@@ -104,8 +116,14 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     }
     // The outsider's own organization's next change is the first thing it receives.
     expect((await deactivateEmoji(other, 'owner', 'green_tick')).status).toBe(200);
-    expect(await outsider.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'green_tick' } } } });
-    expect(await guest.next(300)).toBe('silent');
+    const outsiders = await outsider.next();
+    expect(outsiders).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'green_tick' } } } });
+    // The guest's next event is its own organization's next change, the bot's too: not the other organization's.
+    expect((await deactivateEmoji(world, 'owner', 'green_tick')).status).toBe(200);
+    const [guests, bots] = [await guest.next(), await bot.next()];
+    expect(guests).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'green_tick' } } } });
+    expect(guests).toEqual(bots);
+    expect(guests).not.toEqual(outsiders);
   });
 
   test('invitationsChanged: owners, administrators and the inviter; not a member who is neither, nor another organization; nothing on a refusal or a resend', async () => {
@@ -132,8 +150,12 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     expect((await callApi(server.url, 'POST', `/invites/${invitation.id}/resend`, { authorization: world.users.admin.auth })).status).toBe(200);
     expect((await callApi(server.url, 'DELETE', `/invites/${invitation.id}`, { authorization: world.users.admin.auth })).status).toBe(200);
     expect(await subscribers.member.next()).toEqual(listed(own.filter((email) => email !== 'new.person@lighthouse.example')));
-    expect(await subscribers.moderator.next(300)).toBe('silent');
-    expect(await subscribers.outsider.next(300)).toBe('silent');
+    // The moderator's first event is its own invitation's, the outsider's its own organization's: nothing came before.
+    expect((await postInvites(server.url, world.users.moderator.auth, { invitee_emails: 'by.moderator@lighthouse.example', stream_ids: '[]' })).status).toBe(200);
+    expect(await subscribers.moderator.next()).toEqual(listed(['by.moderator@lighthouse.example']));
+    expect((await postInvites(server.url, other.users.owner.auth, { invitee_emails: 'in.other@lighthouse.example', stream_ids: '[]' })).status).toBe(200);
+    const othersPending = (await server.app.prisma.invitation.findMany({ where: { organizationId: other.org.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    expect(await subscribers.outsider.next()).toEqual(listed(othersPending));
   });
 
   test('attachmentsChanged: the owner only, ADDED with the file, REMOVED with none', async () => {
@@ -156,7 +178,9 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const id = (added as { data: { attachmentsChanged: { attachmentId: number } } }).data.attachmentsChanged.attachmentId;
     expect((await callApi(server.url, 'DELETE', `/attachments/${id}`, { authorization: world.users.member.auth })).status).toBe(200);
     expect(await owner.next()).toEqual({ data: { attachmentsChanged: { change: 'REMOVED', attachmentId: id, attachment: null, uploadSpaceUsed: expect.any(Number) } } });
-    expect(await someoneElse.next(300)).toBe('silent');
+    // The administrator's first event is its own upload's: neither of the member's came before it.
+    expect((await postFiles(server.url, '/user_uploads', world.users.admin.auth, [{ name: 'own.txt', content: 'mine' }])).status).toBe(200);
+    expect(await someoneElse.next()).toMatchObject({ data: { attachmentsChanged: { change: 'ADDED', attachment: { name: 'own.txt' } } } });
   });
 
   test('after: what was missed first, then new events; an invalid or pruned cursor is refused', async () => {
@@ -169,7 +193,9 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const resumed = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
     open.push(resumed as OpenSubscription<unknown>);
     expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
-    expect(await resumed.next(300)).toBe('silent');
+    // Then the next new event, and nothing (no event delivered twice) before it.
+    await addEmoji(world, 'after_resume');
+    expect(await resumed.next()).toEqual(emojiAdded('after_resume'));
 
     for (const cursor of ['nonsense', Buffer.from('event:999999999999').toString('base64url')]) {
       const refused = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: cursor });
@@ -186,6 +212,7 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
 
   test('a key reset ends the subscription; a deactivation too', async () => {
     const world = await newWorld();
+    const before = server.app.eventStreams!.size;
     const admin = await follow(transport, world, 'admin', EmojiChanges, {});
     const moderator = await follow(transport, world, 'moderator', EmojiChanges, {});
     // Without any event: the authentication cache's invalidation ends it (how soon is the benchmark's to measure).
@@ -194,6 +221,8 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     expect(await admin.next()).toBe('ended');
     await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.moderator.id]);
     expect(await moderator.next()).toMatchObject({ errors: [{ message: 'Account is deactivated', extensions: { code: 'UNAUTHORIZED' } }] });
+    expect(await moderator.next()).toBe('ended');
+    await eventually(() => server.app.eventStreams!.size === before);
   });
 
   test('a closed connection frees its stream at once', async () => {
@@ -285,8 +314,13 @@ describe('credentials and origins', () => {
     expect(await handshake('https://evil.example')).toBe(403);
     expect(await handshake(ALLOWED_ORIGIN)).toBe(101);
     expect(await handshake(new URL(server.url).origin)).toBe(101);
+    const before = server.app.eventStreams!.size;
     const allowed = subscribe('ws', server.url, world.users.member.auth, EmojiChanges, {}, { headers: { origin: ALLOWED_ORIGIN } });
-    expect(await allowed.next(300)).toBe('silent');
+    open.push(allowed as OpenSubscription<unknown>);
+    // Accepted: it follows the log and receives the organization's next event.
+    await eventually(() => server.app.eventStreams!.size > before, 15_000);
+    expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+    expect(await allowed.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
     await allowed.close();
   });
 });

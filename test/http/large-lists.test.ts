@@ -2,11 +2,13 @@
 // streamed page by page through REST (byte for byte the body the whole list would give, compressed
 // too) and collected whole for GraphQL; and the memory budget: while it is taken, a large list
 // answers 503 with Retry-After on both doors, a small one is answered as ever, and once there is
-// room the large one gets its full body.
+// room the large one gets its full body; a client that goes away mid-list gives its reservation back,
+// and a reservation larger than the budget is held alone.
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { captureStatements } from '../../src/db/statement-counter.js';
 import { ATTACHMENT_PAGE_SIZE } from '../../src/domain/attachments/attachments.js';
 import { INVITATION_PAGE_SIZE } from '../../src/domain/invitations/manage.js';
 import { MEMORY_BUSY_MESSAGE } from '../../src/http/memory-budget.js';
@@ -251,12 +253,18 @@ describe('the memory budget', () => {
 
   test('a client that goes away in the middle of a streamed list gives its reservation back', async () => {
     const budget = tight.app.memoryBudget!;
+    // A list of 25 pages (some 8 MB), far more than the sockets' buffers take before the client goes away.
+    const pages = 25;
+    const big = await createWorld(server.app.prisma);
+    await addFiles(big, big.users.member.id, pages * ATTACHMENT_PAGE_SIZE);
+    const pageReads = captureStatements(/"ownerId" = ANY\(ARRAY\[\$1::int\]\)/);
+    const pagesRead = () => pageReads.filter((read) => read.values[0] === big.users.member.id).length;
     await new Promise<void>((resolve, reject) => {
-      const req = request(`${tight.url}/api/v1/attachments`, { headers: { authorization: world.users.member.auth } }, (res) => {
+      const req = request(`${tight.url}/api/v1/attachments`, { headers: { authorization: big.users.member.auth } }, (res) => {
         expect(res.statusCode).toBe(200);
-        // Whether the server had written the last page by then depends on the sockets' buffers: either
-        // way nothing may stay reserved.
         res.once('data', () => {
+          // Streaming: the page's reservation (a page of 4 MiB is cut to the whole budget) is held.
+          expect(budget.reserved).toBe(1024 * 1024);
           req.destroy();
           resolve();
         });
@@ -264,9 +272,14 @@ describe('the memory budget', () => {
       req.on('error', (error) => (req.destroyed ? undefined : reject(error)));
       req.end();
     });
-    await vi.waitFor(() => expect(budget.reserved).toBe(0));
-    // And the next one is answered in full.
+    await vi.waitFor(() => expect(budget.reserved).toBe(0), { timeout: 10_000 });
+    // Given back by the cancelled stream, not by its end: most pages were never read.
+    expect(pagesRead()).toBeGreaterThan(0);
+    expect(pagesRead()).toBeLessThan(pages);
+    // A request that needs the whole budget is admitted (it would wait 100 ms, then be refused), and the next list is answered in full.
+    (await budget.reserve(1024 * 1024)).release();
     const again = await raw(tight.url, '/api/v1/attachments', { authorization: world.users.member.auth });
+    expect(again.status).toBe(200);
     expect(again.body.toString()).toBe(await wholeAttachmentsBody(world.users.member.id));
   });
 
@@ -274,13 +287,20 @@ describe('the memory budget', () => {
     const { MemoryBudget } = await import('../../src/http/memory-budget.js');
     const budget = new MemoryBudget({ bytes: 100, waitMs: 60_000 });
     const first = await budget.reserve(70);
-    const admitted: string[] = [];
-    const huge = budget.reserve(1_000).then((r) => (admitted.push('huge'), r));
-    const small = budget.reserve(10).then((r) => (admitted.push('small'), r));
+    // Each admission with what the budget holds as it is admitted.
+    const admitted: [string, number][] = [];
+    const huge = budget.reserve(1_000).then((r) => (admitted.push(['huge', budget.reserved]), r));
+    const small = budget.reserve(10).then((r) => (admitted.push(['small', budget.reserved]), r));
     first.release();
+    // The huge one holds the whole budget, alone: the small one waits until it is released.
+    expect(budget.reserved).toBe(100);
     (await huge).release();
+    expect(budget.reserved).toBe(10);
     (await small).release();
-    expect(admitted).toEqual(['huge', 'small']);
+    expect(admitted).toEqual([
+      ['huge', 100],
+      ['small', 10],
+    ]);
     expect(budget.reserved).toBe(0);
   });
 

@@ -80,6 +80,8 @@ export async function stopServerProcess(started: Started): Promise<void> {
 export interface ProcessesOnTestDatabase {
   /** Each process's base URL. */
   urls: string[];
+  /** Each process (in the order of `urls`). */
+  processes: Started[];
   /** SIGTERM to each (every one must exit with 0), then their data directories removed. */
   stop(): Promise<void>;
 }
@@ -101,6 +103,7 @@ export async function serverProcessesOnTestDatabase(count: number, env: NodeJS.P
   const processes = dataDirs.map((dataDir) => startServerProcess({ ...database, DATA_DIR: dataDir, ...env }));
   return {
     urls: await Promise.all(processes.map(listeningUrl)),
+    processes,
     async stop() {
       await Promise.all(processes.map(stopServerProcess));
       await Promise.all(dataDirs.map((dataDir) => rm(dataDir, { recursive: true, force: true })));
