@@ -2,6 +2,8 @@
 import type { Prisma } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
 import { apiKeyColumns, issueApiKey } from '../domain/users/api-keys.js';
+import { WEAK_PASSWORD } from '../domain/auth/passwords.js';
+import { assertStrongPassword, setPassword } from '../domain/auth/sign-in.js';
 import { ROLE_CODES } from '../domain/users/roles.js';
 
 export interface NewUser {
@@ -43,4 +45,17 @@ export async function resetApiKey(prisma: Prisma, organizationStringId: string, 
   });
   if (count === 0) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
   return issued.apiKey;
+}
+
+/** Sets a human account's password (signin.md Decision 1); a weak one is refused with the registration form's words. */
+export async function setPasswordByAddress(prisma: Prisma, organizationStringId: string, email: string, password: string): Promise<void> {
+  const orgId = await organizationId(prisma, organizationStringId);
+  const user = await prisma.user.findUnique({
+    where: { organizationId_emailKey: { organizationId: orgId, emailKey: email.trim().toLowerCase() } },
+    select: { id: true, isBot: true },
+  });
+  if (!user) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
+  if (user.isBot) throw new DomainError('Bots have no password.');
+  assertStrongPassword(password, WEAK_PASSWORD);
+  await setPassword(prisma, user.id, password);
 }
