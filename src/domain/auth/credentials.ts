@@ -49,17 +49,20 @@ export async function changePassword(app: AppContext, actor: Actor, input: { old
 }
 
 /**
- * A new API key for the caller. The old one stops working in every server process at once: the
- * row's change notifies them all (migration auth_change_notifications), which drops their cached
- * entry for the old key's hash.
+ * A new API key for the caller. The old one stops working in every server process: the row's change
+ * notifies them all at commit (migration auth_change_notifications), which drops their cached entry
+ * for the old key's hash; this process drops its own before answering.
  */
 export async function regenerateApiKey(app: AppContext, actor: Actor): Promise<string> {
   const issued = await issueApiKey(app.prisma);
-  await inTransaction(app.prisma, async (tx) => {
+  const previous = await inTransaction(app.prisma, async (tx) => {
+    const { apiKeyHash } = await tx.user.findUniqueOrThrow({ where: { id: actor.id }, select: { apiKeyHash: true } });
     await tx.user.update({ where: { id: actor.id }, data: apiKeyColumns(issued) });
     await tx.auditLogEntry.create({
       data: { organizationId: actor.organizationId, actorId: actor.id, eventType: USER_API_KEY_CHANGED, extraData: { modified_user_id: actor.id } },
     });
+    return apiKeyHash;
   });
+  app.authCache?.invalidate(previous);
   return issued.apiKey;
 }
