@@ -66,9 +66,12 @@ function isCurrent(stored: string): boolean {
   return options.memoryCost === ARGON2ID.memoryCost && options.timeCost === ARGON2ID.timeCost && options.parallelism === ARGON2ID.parallelism;
 }
 
-/** A hash or verification could not even wait its turn: the callers answer 503. */
+/**
+ * A hash or verification could not even wait its turn: the reference's 429 (a sign-in form shows it
+ * as too many attempts), so that a flood of sign-ins is answered at once rather than held in memory.
+ */
 export const passwordCheckBusy = () =>
-  new DomainError('The server is busy checking passwords; try again in a moment.', { status: 503, headers: { 'Retry-After': '1' } });
+  new DomainError('API usage exceeded rate limit', { code: 'RATE_LIMIT_HIT', status: 429, data: { 'retry-after': 1 }, headers: { 'Retry-After': '1' } });
 
 /**
  * A semaphore weighted by memory: one OWASP hash takes one slot, a larger Django hash several (up to
@@ -123,11 +126,13 @@ export class HashGate {
 
 /**
  * Hashes at once: the cores, but at most one fewer than libuv's thread pool (UV_THREADPOOL_SIZE,
- * default 4), which file reads and writes share. 500 waiting requests at most (about 5 s of them on
- * two cores): a flood of 200 parallel sign-ins waits its turn, a larger one gets 503s.
+ * default 4), which file reads and writes share. 32 waiting requests per slot at most (about a second
+ * of them): past that a sign-in is answered 429 at once, so a flood costs neither the event loop
+ * nor memory for requests held for seconds.
  */
 const threadPool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-export const passwordGate = new HashGate(Math.max(1, Math.min(availableParallelism(), threadPool - 1)), 500);
+const HASH_SLOTS = Math.max(1, Math.min(availableParallelism(), threadPool - 1));
+export const passwordGate = new HashGate(HASH_SLOTS, 32 * HASH_SLOTS);
 
 export function hashPassword(password: string): Promise<string> {
   return passwordGate.run(ARGON2ID.memoryCost!, () => hash(password, ARGON2ID));
