@@ -203,7 +203,7 @@ export function signInMarkdown(results: SignInResult[]): string {
     `## ${SIGN_IN_SCENARIO}`,
     '',
     'Every limit off (`API_RATE_LIMIT`, `AUTH_FAILURE_LIMIT`, `SIGNIN_RATE_LIMIT`). Throughput: 8 connections posting the right password; the floor verifies the same stored Argon2id hash with `@node-rs/argon2` behind `node:http` (median rounds, alternating).',
-    `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time. Past the password gate's queue (32 per hashing slot) a sign-in is answered 429 at once.`,
+    `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time. Past the sign-in queue (256 per hashing slot) a sign-in is answered 429 at once.`,
     '',
     '| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 512 MiB; ordinary load\'s 200) |',
     '|---|---:|---:|---:|---|---:|---:|',
