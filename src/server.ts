@@ -88,7 +88,7 @@ export async function startServer(
           ...options.outbox,
         });
   const authCache = new AuthCache();
-  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
+  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,

@@ -13,7 +13,8 @@ export interface RestRequest {
 }
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;
-export type PublicRestHandler = (request: Omit<RestRequest, 'actor'>) => Promise<Response>;
+/** A handler that needs no credentials; it sees the client's address (the failed-login limit's key). */
+export type PublicRestHandler = (request: Omit<RestRequest, 'actor'> & { clientAddress: string }) => Promise<Response>;
 
 export const queryParams = (request: Request) => new Map(new URL(request.url).searchParams);
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { sqlOver, type Sql } from '../../src/db/sql.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { parseFailedLoginRule, parseRateRules, RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import { parseFailedLoginRule, parseRateRules, parseSignInRule, RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { testDatabaseUrl } from '../support/server.js';
 
 let pool: pg.Pool;
@@ -25,6 +25,10 @@ test('rules parse from the environment form, and off disables them', () => {
   expect(parseFailedLoginRule('3/60')).toEqual({ windowSeconds: 60, maxRequests: 3 });
   expect(parseFailedLoginRule('off')).toBeNull();
   expect(() => parseFailedLoginRule('3')).toThrow(/AUTH_FAILURE_LIMIT/);
+  expect(parseSignInRule(undefined)).toEqual({ windowSeconds: 1800, maxRequests: 5 });
+  expect(parseSignInRule('10/60')).toEqual({ windowSeconds: 60, maxRequests: 10 });
+  expect(parseSignInRule('off')).toBeNull();
+  expect(() => parseSignInRule('5/0')).toThrow(/SIGNIN_RATE_LIMIT/);
 });
 
 async function refusal(work: Promise<void>): Promise<unknown> {

@@ -5,8 +5,9 @@
 // envelope and never a 5xx, and every refused request must leave the database unchanged, events and
 // event queues included. Authorization: no credentials, a wrong key or a deactivated user never get a
 // 2xx (beyond the public /server_settings), and another organization's owner never gets one for this
-// organization's invitations, files or event queues nor changes any of its rows. Both limits are off (API_RATE_LIMIT and
-// AUTH_FAILURE_LIMIT), so a 429 can never stand in for the refusal the test must see: any 429 fails.
+// organization's invitations, files or event queues nor changes any of its rows. The limits are off
+// (API_RATE_LIMIT, AUTH_FAILURE_LIMIT, SIGNIN_RATE_LIMIT), so a 429 can never stand in for the refusal
+// the test must see: any 429 fails. A regenerated API key replaces the caller's credentials for the later runs.
 // Each run reports how many answers fell in each outcome class and requires every class to occur.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -30,7 +31,7 @@ let png: Buffer;
 /** The tables with an organizationId column: what another organization's owner must never change. */
 let organizationTables: string[];
 beforeAll(async () => {
-  server = await startTestServer({ rateLimits: [], failedLoginLimit: null });
+  server = await startTestServer({ rateLimits: [], failedLoginLimit: null, signInLimit: null });
   // No background writes between a request and the digests that judge it: the removal of expired
   // queues and old events runs every minute (a fuzzed queue may live a second), and with the polls
   // closed no GET /events waits (it answers at once with what the queue holds, as it does at shutdown).
@@ -145,6 +146,11 @@ const REST_PARAMETERS = [
   'queue_id',
   'last_event_id',
   'dont_block',
+  'username',
+  'password',
+  'realm',
+  'old_password',
+  'new_password',
   'unknown_thing',
 ];
 
@@ -185,6 +191,9 @@ const anyRestRequest = fc.record({
     fc.constant('/register'),
     fc.constant('/events'),
     fc.constant('/user_uploads'),
+    fc.constant('/fetch_api_key'),
+    fc.constant('/settings'),
+    fc.constant('/users/me/api_key/regenerate'),
   ),
   params: fc.dictionary(fc.constantFrom(...REST_PARAMETERS), fc.oneof({ weight: 9, arbitrary: hostileString }, { weight: 1, arbitrary: fc.constant(WORLD_QUEUE) }), { maxKeys: 6 }),
   encoding: fc.constantFrom('form', 'multipart', 'query', 'json', 'garbage', 'file'),
@@ -291,6 +300,13 @@ async function concreteRequest(request: RestRequest): Promise<{ path: string; pa
   return { path, params, namesWorldObject };
 }
 
+/** The caller's new key after a successful POST /users/me/api_key/regenerate: the old one no longer works. */
+function keepRegeneratedKey(who: Who, apiKey: string): void {
+  const user = who === 'otherOwner' ? other.users.owner : world.users[who as Exclude<Who, 'otherOwner' | 'nobody' | 'wrongKey'>];
+  user.apiKey = apiKey;
+  user.auth = 'Basic ' + Buffer.from(`${user.email}:${apiKey}`).toString('base64');
+}
+
 function authorization(who: Who): string | undefined {
   if (who === 'nobody') return undefined;
   if (who === 'wrongKey') return 'Basic ' + Buffer.from(`${world.users.owner.email}:${'x'.repeat(32)}`).toString('base64');
@@ -330,7 +346,8 @@ test('REST: every generated request gets a JSON envelope, never a 5xx; refused o
       const text = await response.text();
       const what = `${request.method} ${path}`;
       expect(response.status, `${what} answered ${response.status}: ${text}`).toBeLessThan(500);
-      if (path !== '/server_settings') expectAuthorized(request.who, response.status, namesWorldObject, what);
+      if (path === '/users/me/api_key/regenerate' && response.ok) keepRegeneratedKey(request.who, JSON.parse(text).api_key);
+      if (path !== '/server_settings' && path !== '/fetch_api_key') expectAuthorized(request.who, response.status, namesWorldObject, what);
       if (worldBefore !== undefined) expect(await worldFingerprint(), `${what} by another organization's owner changed this one`).toBe(worldBefore);
       if (path === '/server_settings') return;
       if (request.method === 'HEAD') {
