@@ -21,6 +21,7 @@ import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairne
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
+import { violation, violations, violationsMarkdown } from './bench/violations.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -276,7 +277,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db!))
         : await measure(scenario, pair);
-      for (const mismatch of result.mismatches) console.error(`MISMATCH ${scenario.name}: ${mismatch}`);
+      for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
     }
     const realPeaks = realRss.stop();
@@ -336,19 +337,18 @@ async function main() {
   if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
   if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox };
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, violations: violations(), modes, outbox };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
+  const markdown = violationsMarkdown() + markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
   console.error(`Wrote ${name}.json and ${name}.md`);
-  const mismatches = modes.flatMap((mode) => mode.scenarios).filter((scenario) => scenario.mismatches.length > 0);
-  if (mismatches.length > 0) {
-    console.error(`FAILED: floor and server did not do the same work in ${mismatches.map((s) => `"${s.name}"`).join(', ')} (see MISMATCH above and the report).`);
+  if (violations().length > 0) {
+    console.error(`FAILED: ${violations().length} broken invariants:\n${violations().map((v) => `- ${v.scenario}: ${v.reason}`).join('\n')}`);
     process.exitCode = 1;
   }
 }

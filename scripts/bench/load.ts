@@ -4,6 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
+import { violation } from './violations.js';
 
 export interface Request {
   path: string;
@@ -142,6 +143,10 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'));
     console.error(`${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`);
   }
+  // A status that differs from the agreed answer is a mismatch (compare.ts); these are broken whatever was agreed.
+  const serverErrors = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => code.startsWith('5'));
+  if (serverErrors.length > 0) violation(scenario.name, `${server.name} answered ${serverErrors.map(([code, { count }]) => `${count ?? 'some'} x ${code}`).join(', ')}`);
+  if (result.errors + result.timeouts > 0) violation(scenario.name, `${server.name}: ${result.errors} connection errors and ${result.timeouts} timeouts of the load's clients`);
   const requests = result['2xx'];
   return {
     requestsPerSecond: requests / result.duration,

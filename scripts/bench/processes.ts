@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { STATEMENT_COUNT_PREFIX } from '../../src/db/statement-counter.js';
+import { violation } from './violations.js';
 
 export interface BenchProcess {
   name: string;
@@ -16,6 +17,8 @@ export interface BenchProcess {
   dataDir: string;
   /** Total SQL statements the process has sent so far. */
   statements(): Promise<number>;
+  /** Sends a signal the process is expected to exit by (its exit is then no violation). */
+  signal(name: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -54,6 +57,10 @@ export async function startProcess(name: string, args: string[], env: Record<str
   createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(url, child, output);
+  let exitExpected = false;
+  child.once('exit', (code, signal) => {
+    if (!exitExpected) violation(name, `the process died (exit ${code ?? signal}):\n${output.slice(-20).join('\n')}`);
+  });
   return {
     name,
     url,
@@ -64,7 +71,12 @@ export async function startProcess(name: string, args: string[], env: Record<str
         counts.push(resolve);
         child.kill('SIGUSR2');
       }),
+    signal: (signal) => {
+      exitExpected = true;
+      child.kill(signal);
+    },
     stop: async () => {
+      exitExpected = true;
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -73,7 +85,7 @@ export async function startProcess(name: string, args: string[], env: Record<str
   };
 }
 
-async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
+export async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
   for (let attempt = 0; attempt < 600; attempt++) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode}):\n${output.join('\n')}`);
     try {
