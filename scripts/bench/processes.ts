@@ -27,7 +27,9 @@ export function realServerCommand(): string[] {
   const start: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start;
   const [node, ...args] = start.replace(/^exec\s+/, '').split(/\s+/);
   if (node !== 'node') throw new Error(`npm start is no longer "node ...": update realServerCommand (${start})`);
-  return args;
+  // BENCH_CPU_PROF=<dir>: every server the bench starts writes a V8 CPU profile there when it exits.
+  const profileDir = process.env.BENCH_CPU_PROF;
+  return profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...args] : args;
 }
 /** The administration CLI of the same build (`npm run cli`). */
 export const cliCommand = () => ['dist/cli/main.js'];
