@@ -9,10 +9,13 @@ import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
+import { ownAttachmentsListStatement } from '../src/domain/attachments/attachments.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
+import { statementsPerSecond } from './bench/database-limit.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
+import { emojiWrites } from './bench/emoji-rows.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
@@ -44,6 +47,8 @@ type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
 
 interface Organization {
   id: number;
+  /** The benchmark user's id. */
+  administratorId: number;
   /** Each user's Authorization header; the first is the benchmark user's (an administrator). */
   authorizations: string[];
   volume: Volume;
@@ -64,8 +69,11 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
   const started = Date.now();
   await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
-  const { rows } = await db.query('SELECT id FROM organization WHERE "stringId" = $1', [file.organization.string_id]);
-  return { id: rows[0].id, volume, authorizations };
+  const { rows } = await db.query(
+    `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
+    [file.organization.string_id, String(file.users![0]!.email)],
+  );
+  return { id: rows[0].id, administratorId: rows[0].administratorId, volume, authorizations };
 }
 
 /**
@@ -86,13 +94,21 @@ let invitationBatch = 0;
 
 const asAdministrator = (org: Organization) => ({ authorization: org.authorizations[0]! });
 
-const attachments = (org: Organization): ScenarioSpec => ({ method: 'GET', path: '/api/v1/attachments', headers: asAdministrator(org) });
+const administrator = (org: Organization) => ({ id: org.administratorId, organizationId: org.id });
+
+const attachments = (org: Organization): ScenarioSpec => ({
+  method: 'GET',
+  path: '/api/v1/attachments',
+  headers: asAdministrator(org),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), false),
+});
 
 const graphqlAttachments = (org: Organization): ScenarioSpec => ({
   method: 'POST',
   path: '/graphql',
   headers: { ...asAdministrator(org), 'content-type': 'application/json' },
   body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), true),
 });
 
 function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
@@ -102,6 +118,7 @@ function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
     path: '/',
     headers: asAdministrator(org),
     vary: (request) => ({ ...request, path: `/api/v1/realm/emoji/${emojiName(emoji++ % org.volume.emoji)}` }),
+    recordWrites: emojiWrites(db, org.id),
     // The names run on from round to round: a request the previous round left in flight can
     // still deactivate its emoji after this reset, and must not be one this round asks for.
     reset: async () => {
@@ -193,19 +210,26 @@ async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<R
   return median(rounds);
 }
 
-/** Alternates floor and server, ROUNDS times each; summarizes each side by its median round. */
-async function measure(scenario: Scenario, { floor, real }: Pair): Promise<ScenarioResult> {
+/**
+ * Alternates floor and server, ROUNDS times each; summarizes each side by its median round. A list's
+ * statement alone (its database-bound limit) runs after each pair of rounds.
+ */
+async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
   const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
+  const alone: number[] = [];
   let serverPeakRss = 0;
   for (let i = 0; i < ROUNDS; i++) {
     rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
     const rss = sampleRss(real.child.pid!);
     rounds.real.push(await runRound(scenario, real, expected, LOAD));
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
+    if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, LOAD));
   }
-  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
-  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)`);
+  const databaseLimit = alone.length ? alone.sort((a, b) => a - b)[Math.floor((alone.length - 1) / 2)] : undefined;
+  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), databaseLimit, serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
+  const limit = databaseLimit ? `, its statement alone ${databaseLimit.toFixed(0)}/s` : '';
+  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)${limit}`);
   return result;
 }
 
@@ -233,7 +257,7 @@ async function uncountedSides(db: pg.Pool): Promise<string[]> {
 }
 
 async function measureRateLimited(scenario: Scenario, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<ScenarioResult> {
-  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited));
+  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited, env.DATABASE_URL!));
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
@@ -276,7 +300,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db!))
-        : await measure(scenario, pair);
+        : await measure(scenario, pair, databaseUrl);
       for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
     }

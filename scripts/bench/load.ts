@@ -45,6 +45,8 @@ export interface Scenario {
   minimumSeconds?: number;
   /** Another user's request, sent every 50 ms during the round: its worst latency shows who waits behind this load. */
   probe?: { path: string; headers: Record<string, string> };
+  /** A list's one statement as the server sends it: run alone beside each round pair, its rate is the database-bound limit. */
+  databaseStatement?: { text: string; values: unknown[] };
   /** Runs before each round (e.g. reactivates the emoji the previous round deactivated). */
   reset?: () => Promise<void>;
 }

@@ -9,6 +9,8 @@ export interface ScenarioResult {
   floor: Round;
   /** The server's resident memory at its highest during this scenario's rounds (bytes). */
   serverPeakRss: number;
+  /** The list's statement alone through `pg`, statements per second (the median of its rounds): the database-bound limit. */
+  databaseLimit?: number;
   /** Where floor and server did not answer or write alike under load: the run fails. */
   mismatches: string[];
 }
@@ -69,6 +71,14 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
         `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
           `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
       );
+    }
+    const limited = mode.scenarios.filter((x) => x.databaseLimit);
+    if (limited.length > 0) {
+      lines.push('', `Database-bound limit: the server's own statement of each list sent alone through \`pg\` (no HTTP), by ${report.load.connections} clients for a round's time, beside each round pair (the median of its rounds):`, '');
+      lines.push('| Scenario | statement alone per s | server / it | floor / it |', '|---|---:|---:|---:|');
+      for (const s of limited) {
+        lines.push(`| ${s.name} | ${fixed(s.databaseLimit!)} | ${fixed(s.real.requestsPerSecond / s.databaseLimit!, 2)} | ${fixed(s.floor.requestsPerSecond / s.databaseLimit!, 2)} |`);
+      }
     }
     for (const s of mode.scenarios.filter((x) => x.mismatches.length > 0)) {
       lines.push('', `**MISMATCH, ${s.name}:**`, '', ...s.mismatches.map((m) => `- ${m.replaceAll('\n', ' ')}`));
