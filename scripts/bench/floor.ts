@@ -141,8 +141,8 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
                       RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
      event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
                SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
-     INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "extraData")
-     SELECT $2, $3, 'REALM_EMOJI_REMOVED', $4::jsonb FROM updated`,
+     INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
+     SELECT $2, $3, 'REALM_EMOJI_REMOVED', now() AT TIME ZONE 'UTC', $4::jsonb FROM updated`,
     [emoji.id, caller.organizationId, caller.id, JSON.stringify(audit)],
   );
   if (rowCount === 0) return missing();
