@@ -1,13 +1,13 @@
 // What an emoji deactivation round wrote, for the comparison of floor and server: per request the
 // emoji's update, its audit entry and its realm_emoji event, normalized (the emoji's id, name and
-// file taken out) into shapes that must be the same on both sides.
+// file and author taken out) into shapes that must be the same on both sides.
 import type pg from 'pg';
 import type { Scenario, WrittenRows } from './load.js';
 
 const BEFORE = `SELECT (SELECT coalesce(max(id), 0) FROM audit_log_entry) AS audit, (SELECT coalesce(max(id), 0) FROM event) AS event,
                         (SELECT count(*)::int FROM custom_emoji WHERE "organizationId" = $1 AND deactivated) AS deactivated`;
 
-const withoutEmoji = (dict: string) => `((${dict}) - 'id' - 'name' - 'source_url')`;
+const withoutEmoji = (dict: string) => `((${dict}) - 'id' - 'name' - 'source_url' - 'author_id')`;
 
 const WRITTEN_SHAPES = `
   SELECT DISTINCT shape FROM (
@@ -16,7 +16,7 @@ const WRITTEN_SHAPES = `
              'utcTime', abs(extract(epoch FROM "eventTime" - (now() AT TIME ZONE 'UTC'))) < 3600)::text AS shape
       FROM audit_log_entry WHERE "organizationId" = $1 AND id > $2
     UNION ALL
-    SELECT jsonb_build_object('event', type, 'recipients', "recipientIds", 'payload', payload #- '{emoji,id}' #- '{emoji,name}' #- '{emoji,fileName}')::text
+    SELECT jsonb_build_object('event', type, 'recipients', "recipientIds", 'payload', payload #- '{emoji,id}' #- '{emoji,name}' #- '{emoji,fileName}' #- '{emoji,authorId}')::text
       FROM event WHERE "organizationId" = $1 AND id > $3) AS written`;
 
 const COUNTS = `
