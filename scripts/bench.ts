@@ -21,7 +21,7 @@ import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveR
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
-import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
@@ -111,6 +111,14 @@ const graphqlAttachments = (org: Organization): ScenarioSpec => ({
   databaseStatement: ownAttachmentsListStatement(administrator(org), true),
 });
 
+const graphqlAttachmentPage = (org: Organization): ScenarioSpec => ({
+  method: 'POST',
+  path: '/graphql',
+  headers: { ...asAdministrator(org), 'content-type': 'application/json' },
+  body: JSON.stringify({ query: ATTACHMENT_PAGE_QUERY }),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), true, ATTACHMENT_PAGE_SIZE + 1),
+});
+
 function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
   let emoji = 0;
   return {
@@ -170,6 +178,7 @@ interface RegisteredScenario {
 const SCENARIOS: RegisteredScenario[] = [
   { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
   { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
+  { name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`, organization: 'main', build: graphqlAttachmentPage },
   { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
   { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, db) => invites(org, db, 1) },
   { name: 'POST /api/v1/invites, 100 addresses', organization: 'main', build: (org, db) => invites(org, db, 100) },

@@ -124,9 +124,12 @@ function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, withMess
   return { text: ownAttachmentsStatement(withMessages, seekSql(OWN_FILES_ORDER, seek, parameters)), values: parameters.values };
 }
 
-/** The one statement of a whole list of up to a page (the bench runs it alone: scripts/bench/database-limit.ts). */
-export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean) =>
-  ownFilesStatement(actor, withMessages, { backward: false, limit: ATTACHMENT_PAGE_SIZE });
+/**
+ * The one statement of the first `limit` files (a whole list of up to a page, or a connection's first
+ * page and its extra row): the bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
+ */
+export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, limit = ATTACHMENT_PAGE_SIZE) =>
+  ownFilesStatement(actor, withMessages, { backward: false, limit });
 
 async function ownAttachments<A extends ListedAttachment>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
   const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
