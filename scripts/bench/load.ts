@@ -1,6 +1,7 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
 // server's SQL statements counted around it. Every answer is compared with the one floor and
 // server agreed on before the load; the rows the round wrote are summarized for comparison.
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
@@ -57,6 +58,11 @@ export interface Round {
   p99Ms: number;
   requests: number;
   sqlPerRequest: number;
+  /**
+   * The process's CPU time (user and system, from /proc) per answered request over the round: less
+   * sensitive than the rates to other work on a shared machine.
+   */
+  cpuMsPerRequest: number;
   /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
   failed: number;
   /** Worst latency of the probe request during the round, when the scenario has one. */
@@ -73,6 +79,18 @@ export const firstRequest = (scenario: Scenario): Request =>
   scenario.vary?.({ path: scenario.path, body: scenario.body, headers: scenario.headers }) ?? scenario;
 
 const MISMATCH_SAMPLES = 3;
+
+/** CPU time (user + system) a process has used so far, in milliseconds; 0 once it has gone. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields 14 and 15 (utime, stime) in clock ticks; the command name (field 2) may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 /** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */
 function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
@@ -120,6 +138,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
   const writes = await scenario.recordWrites?.();
   const checker = answerChecker(expected);
   const before = await server.statements();
+  const cpuBefore = cpuMsOf(server.child.pid!);
   const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
     url: server.url,
@@ -139,6 +158,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     ],
   });
   const probeMaxMs = await stopProbe?.();
+  const cpuMs = cpuMsOf(server.child.pid!) - cpuBefore;
   const after = await server.statements();
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) {
@@ -156,6 +176,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     p99Ms: result.latency.p99,
     requests,
     sqlPerRequest: (after - before) / requests,
+    cpuMsPerRequest: cpuMs / requests,
     failed,
     probeMaxMs,
     ...checker.result(),
