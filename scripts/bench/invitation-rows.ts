@@ -30,9 +30,9 @@ const WRITTEN_SHAPES = `
       FROM outbox_email o JOIN invitation i ON i.id = o."invitationId" JOIN user_account u ON u.id = i."referrerId"
      WHERE ${ROUND_EMAILS}) AS shape
   UNION
-  -- Each request's invites_changed event: for the owners and administrators, and the inviter (who
-  -- may be one of them, or a member: the number of recipients tells).
-  SELECT DISTINCT jsonb_build_object('event', e.type, 'payload', e.payload, 'recipients', cardinality(e."recipientIds"),
+  -- Each request's invites_changed event: for the owners and administrators, and the inviter (one of
+  -- them, or a member whom the shape leaves out, as the invitations' referrer).
+  SELECT DISTINCT jsonb_build_object('event', e.type, 'payload', e.payload,
            'administrators', array(SELECT r FROM unnest(e."recipientIds") r JOIN user_account u ON u.id = r AND u.role <= 200 AND u."isActive" ORDER BY r))::text
     FROM event e WHERE e."organizationId" = $1 AND e.id > $3`;
 
