@@ -9,20 +9,24 @@ import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
+import { ownAttachmentsListStatement } from '../src/domain/attachments/attachments.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
+import { statementsPerSecond } from './bench/database-limit.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
 import { ANONYMOUS_DOCUMENTS_SCENARIO, anonymousDocumentsMarkdown, runAnonymousDocuments, type AnonymousDocumentsResult } from './bench/anonymous-documents.js';
+import { emojiWrites } from './bench/emoji-rows.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
-import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
+import { violation, violations, violationsMarkdown } from './bench/violations.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -45,6 +49,8 @@ type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
 
 interface Organization {
   id: number;
+  /** The benchmark user's id. */
+  administratorId: number;
   /** Each user's Authorization header; the first is the benchmark user's (an administrator). */
   authorizations: string[];
   volume: Volume;
@@ -65,8 +71,11 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
   const started = Date.now();
   await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
-  const { rows } = await db.query('SELECT id FROM organization WHERE "stringId" = $1', [file.organization.string_id]);
-  return { id: rows[0].id, volume, authorizations };
+  const { rows } = await db.query(
+    `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
+    [file.organization.string_id, String(file.users![0]!.email)],
+  );
+  return { id: rows[0].id, administratorId: rows[0].administratorId, volume, authorizations };
 }
 
 /**
@@ -87,13 +96,29 @@ let invitationBatch = 0;
 
 const asAdministrator = (org: Organization) => ({ authorization: org.authorizations[0]! });
 
-const attachments = (org: Organization): ScenarioSpec => ({ method: 'GET', path: '/api/v1/attachments', headers: asAdministrator(org) });
+const administrator = (org: Organization) => ({ id: org.administratorId, organizationId: org.id });
+
+const attachments = (org: Organization): ScenarioSpec => ({
+  method: 'GET',
+  path: '/api/v1/attachments',
+  headers: asAdministrator(org),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), false),
+});
 
 const graphqlAttachments = (org: Organization): ScenarioSpec => ({
   method: 'POST',
   path: '/graphql',
   headers: { ...asAdministrator(org), 'content-type': 'application/json' },
   body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), true),
+});
+
+const graphqlAttachmentPage = (org: Organization): ScenarioSpec => ({
+  method: 'POST',
+  path: '/graphql',
+  headers: { ...asAdministrator(org), 'content-type': 'application/json' },
+  body: JSON.stringify({ query: ATTACHMENT_PAGE_QUERY }),
+  databaseStatement: ownAttachmentsListStatement(administrator(org), true, ATTACHMENT_PAGE_SIZE + 1),
 });
 
 function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
@@ -103,6 +128,7 @@ function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
     path: '/',
     headers: asAdministrator(org),
     vary: (request) => ({ ...request, path: `/api/v1/realm/emoji/${emojiName(emoji++ % org.volume.emoji)}` }),
+    recordWrites: emojiWrites(db, org.id),
     // The names run on from round to round: a request the previous round left in flight can
     // still deactivate its emoji after this reset, and must not be one this round asks for.
     reset: async () => {
@@ -154,6 +180,7 @@ interface RegisteredScenario {
 const SCENARIOS: RegisteredScenario[] = [
   { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
   { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
+  { name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`, organization: 'main', build: graphqlAttachmentPage },
   { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
   { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, db) => invites(org, db, 1) },
   { name: 'POST /api/v1/invites, 100 addresses', organization: 'main', build: (org, db) => invites(org, db, 100) },
@@ -194,19 +221,26 @@ async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<R
   return median(rounds);
 }
 
-/** Alternates floor and server, ROUNDS times each; summarizes each side by its median round. */
-async function measure(scenario: Scenario, { floor, real }: Pair): Promise<ScenarioResult> {
+/**
+ * Alternates floor and server, ROUNDS times each; summarizes each side by its median round. A list's
+ * statement alone (its database-bound limit) runs after each pair of rounds.
+ */
+async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
   const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
+  const alone: number[] = [];
   let serverPeakRss = 0;
   for (let i = 0; i < ROUNDS; i++) {
     rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
     const rss = sampleRss(real.child.pid!);
     rounds.real.push(await runRound(scenario, real, expected, LOAD));
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
+    if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, LOAD));
   }
-  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
-  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)`);
+  const databaseLimit = alone.length ? alone.sort((a, b) => a - b)[Math.floor((alone.length - 1) / 2)] : undefined;
+  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), databaseLimit, serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
+  const limit = databaseLimit ? `, its statement alone ${databaseLimit.toFixed(0)}/s` : '';
+  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)${limit}`);
   return result;
 }
 
@@ -234,7 +268,7 @@ async function uncountedSides(db: pg.Pool): Promise<string[]> {
 }
 
 async function measureRateLimited(scenario: Scenario, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<ScenarioResult> {
-  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited));
+  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited, env.DATABASE_URL!));
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
@@ -277,8 +311,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db!))
-        : await measure(scenario, pair);
-      for (const mismatch of result.mismatches) console.error(`MISMATCH ${scenario.name}: ${mismatch}`);
+        : await measure(scenario, pair, databaseUrl);
+      for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
     }
     const realPeaks = realRss.stop();
@@ -343,24 +377,18 @@ async function main() {
   if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
   if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox, signIn };
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, violations: violations(), modes, outbox, signIn };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + anonymousDocumentsMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox) + signInMarkdown(signIn);
+  const markdown = violationsMarkdown() + markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + anonymousDocumentsMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox) + signInMarkdown(signIn);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
   console.error(`Wrote ${name}.json and ${name}.md`);
-  const mismatches = modes.flatMap((mode) => mode.scenarios).filter((scenario) => scenario.mismatches.length > 0);
-  if (mismatches.length > 0) {
-    console.error(`FAILED: floor and server did not do the same work in ${mismatches.map((s) => `"${s.name}"`).join(', ')} (see MISMATCH above and the report).`);
-    process.exitCode = 1;
-  }
-  const anonymousViolations = modes.flatMap((mode) => mode.anonymousDocuments?.violations.map((violation) => `${mode.mode}: ${violation}`) ?? []);
-  if (anonymousViolations.length > 0) {
-    console.error(`FAILED: ${ANONYMOUS_DOCUMENTS_SCENARIO}: ${anonymousViolations.join('; ')}`);
+  if (violations().length > 0) {
+    console.error(`FAILED: ${violations().length} broken invariants:\n${violations().map((v) => `- ${v.scenario}: ${v.reason}`).join('\n')}`);
     process.exitCode = 1;
   }
 }

@@ -5,6 +5,7 @@
 // runs the same scenario.
 import { createHash } from 'node:crypto';
 import { rssOf, sampleRss } from './processes.js';
+import { violation } from './violations.js';
 
 export const ANONYMOUS_DOCUMENTS_SCENARIO = 'hostile: 300 anonymous 900 KB documents, 150 of them APQ registrations';
 
@@ -72,6 +73,7 @@ export async function runAnonymousDocuments(url: string, pid: number): Promise<A
   if (others.length > 0) violations.push(`answers other than ${ANSWERS_ALLOWED.join(', ')}: ${JSON.stringify(Object.fromEntries(others))}`);
   if (rssPeak - rssBefore >= MAX_RSS_GROWTH) violations.push(`RSS grew by ${mib(rssPeak - rssBefore)} MiB (${mib(rssBefore)} -> ${mib(rssPeak)}), not less than ${mib(MAX_RSS_GROWTH)}`);
   if (rssOf(pid) === 0) violations.push('the server process died');
+  for (const reason of violations) violation(ANONYMOUS_DOCUMENTS_SCENARIO, reason);
   const result = { statuses, rssBefore, rssPeak, violations };
   console.error(`${ANONYMOUS_DOCUMENTS_SCENARIO}: ${JSON.stringify(result)}`);
   return result;

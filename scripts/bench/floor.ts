@@ -13,10 +13,14 @@ import { parseRateRules } from '../../src/domain/auth/rate-limit.js';
 import { emojiDict } from '../../src/domain/emoji/custom-emoji.js';
 import { renderInvitationEmail } from '../../src/domain/email/invitation-email.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
-import { ATTACHMENTS_QUERY } from './organization.js';
+import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
+import { encodeCursor } from '../../src/domain/connections.js';
+import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY } from './organization.js';
 
 // The bench leaves the backends of connections named "bench..." out of the database's memory.
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, application_name: 'bench floor' });
+// Number arrays parsed as the server's pool parses them.
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, application_name: 'bench floor', types: SQL_TYPE_PARSERS });
 const serverUrl = process.env.SERVER_URL!;
 const validityMinutes = Number(process.env.INVITATION_LINK_VALIDITY_MINUTES || 14400);
 
@@ -123,6 +127,25 @@ async function graphqlAttachments(caller: Caller, res: ServerResponse) {
   send(res, 200, { data: { attachments: { uploadSpaceUsed: total, attachments } } }, 'application/graphql-response+json; charset=utf-8');
 }
 
+/** The first page of the caller's files: the server's own statement (one extra row says whether more follow). */
+async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
+  const { text, values } = ownAttachmentsListStatement(caller, true, ATTACHMENT_PAGE_SIZE + 1);
+  const { rows } = await pool.query(text, values);
+  const files = rows.filter((row) => row.id !== null);
+  const nodes = files.slice(0, ATTACHMENT_PAGE_SIZE).map((a) => ({
+    id: a.id,
+    name: a.name,
+    pathId: a.pathId,
+    url: `${serverUrl}/user_uploads/${a.pathId}`,
+    size: Number(a.size),
+    createTime: a.createTime,
+    messages: a.messageIds.map((id: number, i: number) => ({ id, dateSent: a.messageTimes[i] })),
+  }));
+  const last = nodes.at(-1);
+  const pageInfo = { endCursor: last ? encodeCursor({ name: 'attachment', columns: [], descending: false }, [last.id]) : null, hasNextPage: files.length > ATTACHMENT_PAGE_SIZE };
+  send(res, 200, { data: { me: { attachmentPage: { nodes, pageInfo } } } }, 'application/graphql-response+json; charset=utf-8');
+}
+
 async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse) {
   const missing = () => send(res, 404, { result: 'error', msg: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });
   const { rows } = await pool.query(
@@ -141,8 +164,8 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
                       RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
      event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
                SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
-     INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "extraData")
-     SELECT $2, $3, 'REALM_EMOJI_REMOVED', $4::jsonb FROM updated`,
+     INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
+     SELECT $2, $3, 'REALM_EMOJI_REMOVED', now() AT TIME ZONE 'UTC', $4::jsonb FROM updated`,
     [emoji.id, caller.organizationId, caller.id, JSON.stringify(audit)],
   );
   if (rowCount === 0) return missing();
@@ -224,7 +247,9 @@ async function handle(req: IncomingMessage, res: ServerResponse) {
   if (req.method === 'GET' && req.url === '/api/v1/attachments') return restAttachments(caller, res);
   // The probe beside the invitations (its body is not compared).
   if (req.method === 'GET' && req.url === '/api/v1/users/me') return send(res, 200, { result: 'success', msg: '', user_id: caller.id, role: caller.role });
-  if (req.method === 'POST' && req.url === '/graphql' && JSON.parse(body).query === ATTACHMENTS_QUERY) return graphqlAttachments(caller, res);
+  const query = req.method === 'POST' && req.url === '/graphql' ? JSON.parse(body).query : undefined;
+  if (query === ATTACHMENTS_QUERY) return graphqlAttachments(caller, res);
+  if (query === ATTACHMENT_PAGE_QUERY) return graphqlAttachmentPage(caller, res);
   if (req.method === 'DELETE' && emoji) return deactivateEmoji(caller, decodeURIComponent(emoji[1]!), res);
   if (req.method === 'POST' && req.url === '/api/v1/invites') return invite(caller, new URLSearchParams(body), res);
   send(res, 404, { result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' });

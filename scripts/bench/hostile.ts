@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type pg from 'pg';
 import { ATTACHMENTS_QUERY } from './organization.js';
 import { rssOf, sampleRss, type BenchProcess } from './processes.js';
+import { expectHolds } from './violations.js';
 
 export const HOSTILE_SCENARIO = 'hostile: 60,000 files listed 10 times at once per door, 3 x 10,000-address invitations';
 
@@ -132,6 +133,10 @@ export async function runHostile(real: BenchProcess, db: pg.Pool, org: HostileOr
   Object.assign(result.other, { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: Math.round(latencies.at(-1) ?? 0) });
   result.alive = real.child.exitCode === null && rssOf(real.child.pid!) > 0 && (await send(`${url}/health`, {})) === 200;
   console.error(`${HOSTILE_SCENARIO}: ${JSON.stringify(result)}`);
+  for (const [requests, t] of [['lists (REST)', result.rest], ['lists (GraphQL)', result.graphql], ['invitations', result.invitations], ["the other user's requests", result.other]] as const) {
+    expectHolds(HOSTILE_SCENARIO, t.failed === 0, `${requests}: ${t.failed} answers neither 200 nor 503 (${t.failures.join(', ')})`);
+  }
+  expectHolds(HOSTILE_SCENARIO, result.alive, 'the server did not live through it (no process, or /health not 200)');
   return result;
 }
 

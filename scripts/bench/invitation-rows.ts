@@ -1,6 +1,7 @@
-// What an invitation round wrote, for the comparison of floor and server: how many invitations and
-// e-mails, and the distinct shapes of all of them with their channels and groups, normalized so that
-// equivalent requests give equal shapes (addresses, keys, referrer and expiry date taken out).
+// What an invitation round wrote, for the comparison of floor and server: how many invitations,
+// e-mails and events, and the distinct shapes of all of them (invitations with their channels and
+// groups), normalized so that equivalent requests give equal shapes (addresses, keys, referrer and
+// expiry date taken out; of an event's recipients, the inviter).
 import type pg from 'pg';
 import type { Scenario, WrittenRows } from './load.js';
 
@@ -27,23 +28,35 @@ const WRITTEN_SHAPES = `
            ARRAY(SELECT "channelId" FROM invitation_channel WHERE "invitationId" = i.id ORDER BY 1) AS channels,
            ARRAY(SELECT "groupId" FROM invitation_group WHERE "invitationId" = i.id ORDER BY 1) AS groups
       FROM outbox_email o JOIN invitation i ON i.id = o."invitationId" JOIN user_account u ON u.id = i."referrerId"
-     WHERE ${ROUND_EMAILS}) AS shape`;
+     WHERE ${ROUND_EMAILS}) AS shape
+  UNION
+  -- Each request's invites_changed event: for the owners and administrators, and the inviter (one of
+  -- them, or a member whom the shape leaves out, as the invitations' referrer).
+  SELECT DISTINCT jsonb_build_object('event', e.type, 'payload', e.payload,
+           'administrators', array(SELECT r FROM unnest(e."recipientIds") r JOIN user_account u ON u.id = r AND u.role <= 200 AND u."isActive" ORDER BY r))::text
+    FROM event e WHERE e."organizationId" = $1 AND e.id > $3`;
 
 const COUNTS = `
   SELECT (SELECT count(*)::int FROM invitation WHERE "organizationId" = $1 AND id > $3 AND "invitedAt" >= $2::timestamp(3)) AS invitations,
-         (SELECT count(*)::int FROM outbox_email o JOIN invitation i ON i.id = o."invitationId" WHERE ${ROUND_EMAILS}) AS emails`;
+         (SELECT count(*)::int FROM outbox_email o JOIN invitation i ON i.id = o."invitationId" WHERE ${ROUND_EMAILS}) AS emails,
+         (SELECT count(*)::int FROM event WHERE "organizationId" = $1 AND id > $4 AND type = 'invites_changed') AS events`;
 
 /** Records the organization's invitations and e-mails written from now on; `addresses` per request. */
 export function invitationWrites(db: pg.Pool, organizationId: number, addresses: number): NonNullable<Scenario['recordWrites']> {
   return async () => {
     const since = new Date().toISOString();
-    const { rows } = await db.query('SELECT coalesce(max(id), 0) AS last FROM invitation');
-    const lastId = rows[0].last;
+    const { rows } = await db.query('SELECT (SELECT coalesce(max(id), 0) FROM invitation) AS last, (SELECT coalesce(max(id), 0) FROM event) AS "lastEvent"');
+    const { last: lastId, lastEvent } = rows[0];
     return async (): Promise<WrittenRows> => {
-      const [counts, written] = await Promise.all([db.query(COUNTS, [organizationId, since, lastId]), db.query(WRITTEN_SHAPES, [organizationId, since])]);
-      const { invitations, emails } = counts.rows[0];
-      const problems = invitations === emails ? [] : [`${invitations} invitations written with ${emails} e-mails`];
-      return { requests: Math.floor(invitations / addresses), shapes: written.rows.map((row) => row.shape), problems };
+      const [counts, written] = await Promise.all([db.query(COUNTS, [organizationId, since, lastId, lastEvent]), db.query(WRITTEN_SHAPES, [organizationId, since, lastEvent])]);
+      const { invitations, emails, events } = counts.rows[0];
+      const requests = Math.floor(invitations / addresses);
+      // A request of the previous round still in flight may add an event: fewer than one a request is wrong.
+      const problems = [
+        ...(invitations === emails ? [] : [`${invitations} invitations written with ${emails} e-mails`]),
+        ...(events >= requests ? [] : [`${requests} requests' invitations written with ${events} invites_changed events`]),
+      ];
+      return { requests, shapes: written.rows.map((row) => row.shape), problems };
     };
   };
 }

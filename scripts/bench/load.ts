@@ -1,9 +1,11 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
 // server's SQL statements counted around it. Every answer is compared with the one floor and
 // server agreed on before the load; the rows the round wrote are summarized for comparison.
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
+import { violation } from './violations.js';
 
 export interface Request {
   path: string;
@@ -44,6 +46,8 @@ export interface Scenario {
   minimumSeconds?: number;
   /** Another user's request, sent every 50 ms during the round: its worst latency shows who waits behind this load. */
   probe?: { path: string; headers: Record<string, string> };
+  /** A list's one statement as the server sends it: run alone beside each round pair, its rate is the database-bound limit. */
+  databaseStatement?: { text: string; values: unknown[] };
   /** Runs before each round (e.g. reactivates the emoji the previous round deactivated). */
   reset?: () => Promise<void>;
 }
@@ -54,6 +58,11 @@ export interface Round {
   p99Ms: number;
   requests: number;
   sqlPerRequest: number;
+  /**
+   * The process's CPU time (user and system, from /proc) per answered request over the round: less
+   * sensitive than the rates to other work on a shared machine.
+   */
+  cpuMsPerRequest: number;
   /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
   failed: number;
   /** Worst latency of the probe request during the round, when the scenario has one. */
@@ -70,6 +79,18 @@ export const firstRequest = (scenario: Scenario): Request =>
   scenario.vary?.({ path: scenario.path, body: scenario.body, headers: scenario.headers }) ?? scenario;
 
 const MISMATCH_SAMPLES = 3;
+
+/** CPU time (user + system) a process has used so far, in milliseconds; 0 once it has gone. */
+function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields 14 and 15 (utime, stime) in clock ticks; the command name (field 2) may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
 
 /** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */
 function startProbe(url: string, probe: NonNullable<Scenario['probe']>) {
@@ -117,6 +138,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
   const writes = await scenario.recordWrites?.();
   const checker = answerChecker(expected);
   const before = await server.statements();
+  const cpuBefore = cpuMsOf(server.child.pid!);
   const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
     url: server.url,
@@ -136,12 +158,17 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     ],
   });
   const probeMaxMs = await stopProbe?.();
+  const cpuMs = cpuMsOf(server.child.pid!) - cpuBefore;
   const after = await server.statements();
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) {
     const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'));
     console.error(`${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`);
   }
+  // A status that differs from the agreed answer is a mismatch (compare.ts); these are broken whatever was agreed.
+  const serverErrors = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => code.startsWith('5'));
+  if (serverErrors.length > 0) violation(scenario.name, `${server.name} answered ${serverErrors.map(([code, { count }]) => `${count ?? 'some'} x ${code}`).join(', ')}`);
+  if (result.errors + result.timeouts > 0) violation(scenario.name, `${server.name}: ${result.errors} connection errors and ${result.timeouts} timeouts of the load's clients`);
   const requests = result['2xx'];
   return {
     requestsPerSecond: requests / result.duration,
@@ -149,6 +176,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     p99Ms: result.latency.p99,
     requests,
     sqlPerRequest: (after - before) / requests,
+    cpuMsPerRequest: cpuMs / requests,
     failed,
     probeMaxMs,
     ...checker.result(),

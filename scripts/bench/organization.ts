@@ -88,6 +88,8 @@ export function benchOrganization(name: string, volume: Volume, now = Date.now()
   };
 }
 
-/** The GraphQL request of the benchmark (the floor knows only this one). */
+/** The GraphQL requests of the benchmark (the floor knows only these). */
 export const ATTACHMENTS_QUERY =
   '{ attachments { uploadSpaceUsed attachments { id name pathId url size createTime messages { id dateSent } } } }';
+export const ATTACHMENT_PAGE_SIZE = 50;
+export const ATTACHMENT_PAGE_QUERY = `{ me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes { id name pathId url size createTime messages { id dateSent } } pageInfo { endCursor hasNextPage } } } }`;

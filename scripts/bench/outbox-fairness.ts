@@ -15,6 +15,7 @@ import { openDatabase } from '../../src/db/database.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { benchOrganization } from './organization.js';
 import { cliCommand, realServerCommand, startProcess } from './processes.js';
+import { expectHolds } from './violations.js';
 
 export const OUTBOX_SCENARIO = "Outbox: another organization's e-mail behind a bulk invitation's backlog, then SIGTERM";
 
@@ -170,7 +171,7 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
     const queuedAtSigterm = backlogSize - backlogDelivered(mail.arrivals);
     const signalled = performance.now();
     const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
-    server.child.kill('SIGTERM');
+    server.signal('SIGTERM');
     const exitCode = await exited;
     const sigtermExitMs = performance.now() - signalled;
 
@@ -190,6 +191,10 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
       received: mail.arrivals.length,
       receivedTwice: mail.arrivals.length - new Set(mail.arrivals).size,
     };
+    const scenario = `${OUTBOX_SCENARIO} (${mode.kind})`;
+    expectHolds(scenario, result.receivedTwice === 0, `${result.receivedTwice} e-mails sent twice`);
+    expectHolds(scenario, exitCode === 0, `the server's exit status after SIGTERM was ${exitCode}, not 0`);
+    expectHolds(scenario, result.sentAfterExit <= result.received, `${result.sentAfterExit} e-mails marked sent but ${result.received} received`);
     console.error(`${OUTBOX_SCENARIO} (${mode.kind}): other organization's e-mails after ${otherDelaysMs.map((ms) => ms.toFixed(0)).join(', ')} ms, exit ${sigtermExitMs.toFixed(0)} ms after SIGTERM`);
     return result;
   } finally {

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { STATEMENT_COUNT_PREFIX } from '../../src/db/statement-counter.js';
+import { violation } from './violations.js';
 
 export interface BenchProcess {
   name: string;
@@ -16,6 +17,8 @@ export interface BenchProcess {
   dataDir: string;
   /** Total SQL statements the process has sent so far. */
   statements(): Promise<number>;
+  /** Sends a signal the process is expected to exit by (its exit is then no violation). */
+  signal(name: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -24,7 +27,9 @@ export function realServerCommand(): string[] {
   const start: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start;
   const [node, ...args] = start.replace(/^exec\s+/, '').split(/\s+/);
   if (node !== 'node') throw new Error(`npm start is no longer "node ...": update realServerCommand (${start})`);
-  return args;
+  // BENCH_CPU_PROF=<dir>: every server the bench starts writes a V8 CPU profile there when it exits.
+  const profileDir = process.env.BENCH_CPU_PROF;
+  return profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...args] : args;
 }
 /** The administration CLI of the same build (`npm run cli`). */
 export const cliCommand = () => ['dist/cli/main.js'];
@@ -54,6 +59,10 @@ export async function startProcess(name: string, args: string[], env: Record<str
   createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(url, child, output);
+  let exitExpected = false;
+  child.once('exit', (code, signal) => {
+    if (!exitExpected) violation(name, `the process died (exit ${code ?? signal}):\n${output.slice(-20).join('\n')}`);
+  });
   return {
     name,
     url,
@@ -64,7 +73,12 @@ export async function startProcess(name: string, args: string[], env: Record<str
         counts.push(resolve);
         child.kill('SIGUSR2');
       }),
+    signal: (signal) => {
+      exitExpected = true;
+      child.kill(signal);
+    },
     stop: async () => {
+      exitExpected = true;
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -73,7 +87,7 @@ export async function startProcess(name: string, args: string[], env: Record<str
   };
 }
 
-async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
+export async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
   for (let attempt = 0; attempt < 600; attempt++) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode}):\n${output.join('\n')}`);
     try {

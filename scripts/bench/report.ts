@@ -9,6 +9,8 @@ export interface ScenarioResult {
   floor: Round;
   /** The server's resident memory at its highest during this scenario's rounds (bytes). */
   serverPeakRss: number;
+  /** The list's statement alone through `pg`, statements per second (the median of its rounds): the database-bound limit. */
+  databaseLimit?: number;
   /** Where floor and server did not answer or write alike under load: the run fails. */
   mismatches: string[];
 }
@@ -49,6 +51,8 @@ export async function machineFacts(externalUrl: string | undefined) {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
+// Results written before the column existed have no figure.
+const cpu = (round: Round) => (round.cpuMsPerRequest === undefined ? 'n/a' : fixed(round.cpuMsPerRequest, 2));
 
 export function markdownReport(report: { quick: boolean; date: string; machine: Awaited<ReturnType<typeof machineFacts>>; load: { connections: number; seconds: number; rounds: number }; modes: ModeResult[] }): string {
   const m = report.machine;
@@ -62,13 +66,21 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
   if (failed.length > 0) lines.push('', `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`);
   for (const mode of report.modes) {
     lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
-    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | server peak RSS |');
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | server peak RSS |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of mode.scenarios) {
       lines.push(
         `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
-          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
+          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${cpu(s.real)} / ${cpu(s.floor)} | ${mib(s.serverPeakRss)} |`,
       );
+    }
+    const limited = mode.scenarios.filter((x) => x.databaseLimit);
+    if (limited.length > 0) {
+      lines.push('', `Database-bound limit: the server's own statement of each list sent alone through \`pg\` (no HTTP), by ${report.load.connections} clients for a round's time, beside each round pair (the median of its rounds):`, '');
+      lines.push('| Scenario | statement alone per s | server / it | floor / it |', '|---|---:|---:|---:|');
+      for (const s of limited) {
+        lines.push(`| ${s.name} | ${fixed(s.databaseLimit!)} | ${fixed(s.real.requestsPerSecond / s.databaseLimit!, 2)} | ${fixed(s.floor.requestsPerSecond / s.databaseLimit!, 2)} |`);
+      }
     }
     for (const s of mode.scenarios.filter((x) => x.mismatches.length > 0)) {
       lines.push('', `**MISMATCH, ${s.name}:**`, '', ...s.mismatches.map((m) => `- ${m.replaceAll('\n', ' ')}`));

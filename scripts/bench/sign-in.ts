@@ -7,7 +7,8 @@
 //    that user's p99 (target under 250 ms), the server's peak RSS (target: under 512 MiB, as for the
 //    other hostile load; the 200 MiB of ordinary load is printed beside it), and every flood answer
 //    401 or 429.
-// A failed target prints FAILED and sets the exit status.
+// Flood answers other than 401 and 429, and the other user's failed requests, are broken invariants
+// (scripts/bench/violations.ts); the targets on latency and memory are figures in the report.
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { dropDatabaseBeside, freshDatabaseBeside } from './databases.js';
 import { benchOrganization } from './organization.js';
 import { cliCommand, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './processes.js';
+import { violation } from './violations.js';
 
 export const SIGN_IN_SCENARIO = 'Signing in: fetch_api_key against an Argon2id floor; a flood of wrong passwords beside another user';
 
@@ -37,7 +39,6 @@ export interface SignInResult {
     other: { requests: number; p50Ms: number; p99Ms: number; worstMs: number; failed: number };
     rss: { idle: number; peak: number };
   };
-  failures: string[];
 }
 
 type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
@@ -165,14 +166,10 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
     const peak = rss.stop().serverPeak;
     const total = Object.values(answers).reduce((sum, n) => sum + n, 0);
 
-    const failures: string[] = [];
+    // Broken promises fail the run; the other user's p99 and the peak RSS are figures (their targets are in the report).
     const unexpected = Object.keys(answers).filter((status) => status !== '401' && status !== '429');
-    if (unexpected.length) failures.push(`flood answers other than 401 and 429: ${JSON.stringify(answers)}`);
-    if (otherResult.failed) failures.push(`${otherResult.failed} of the other user's requests failed`);
-    if (otherResult.p99Ms >= TARGETS.otherP99Ms) failures.push(`the other user's p99 ${otherResult.p99Ms.toFixed(0)} ms is not under ${TARGETS.otherP99Ms} ms`);
-    if (peak > TARGETS.peakRssMiB * 1024 * 1024) failures.push(`the server's peak RSS ${(peak / 1048576).toFixed(0)} MiB is over ${TARGETS.peakRssMiB} MiB`);
-    for (const failure of failures) console.error(`FAILED ${SIGN_IN_SCENARIO} (${mode.kind}): ${failure}`);
-    if (failures.length) process.exitCode = 1;
+    if (unexpected.length) violation(SIGN_IN_SCENARIO, `${mode.kind}: flood answers other than 401 and 429: ${JSON.stringify(answers)}`);
+    if (otherResult.failed) violation(SIGN_IN_SCENARIO, `${mode.kind}: ${otherResult.failed} of the other user's requests failed`);
     return {
       mode: mode.kind,
       throughput: {
@@ -184,7 +181,6 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
         floorFailed: floorRound.failed,
       },
       flood: { seconds: floodSeconds, answers, perSecond: total / floodSeconds, other: otherResult, rss: { idle, peak } },
-      failures,
     };
   } finally {
     for (const one of started.reverse()) await one.stop();

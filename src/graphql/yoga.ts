@@ -138,6 +138,10 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     // layer of buffers and listeners that each open subscription held (bench: 65 -> 50 MiB for 1,000).
     fetchAPI: { Response: globalThis.Response, ReadableStream: globalThis.ReadableStream },
     landingPage: false,
+    // Bodies are limited before Yoga, as they arrive (src/http/app.ts: 1 MiB, multipart one file more).
+    // Yoga's own check piped every POST body through a TransformStream into a new fetch Request (about
+    // 3% of a GraphQL list's CPU in the bench's profile, issue 27).
+    maxRequestBodySize: false,
     logging: yogaLogging(app.log ?? logger),
     // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).
     graphiql: false,

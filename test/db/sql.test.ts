@@ -30,3 +30,16 @@ test('arrays with NULL, NaN or infinities, and other types, are parsed by the dr
   );
   expect(row).toEqual({ withNull: [1, null], specials: [NaN, Infinity, -Infinity], bigs: ['9007199254740993'], texts: ['a,b', 'N'], scalar: 7 });
 });
+
+test('whole numbers digit by digit, long ones and nested arrays as the driver reads them', async () => {
+  const [row] = await sql.rows<Record<string, unknown>>(
+    `SELECT ARRAY[0, 123456789012345, -123456789012345, 1234567890123456, 9007199254740991, -7]::float8[] AS floats,
+            ARRAY[2147483647, -2147483648]::int4[] AS limits, '{{1,2},{3,4}}'::int4[] AS nested`,
+    [],
+  );
+  expect(row).toEqual({
+    floats: [0, 123456789012345, -123456789012345, 1234567890123456, 9007199254740991, -7],
+    limits: [2147483647, -2147483648],
+    nested: [[1, 2], [3, 4]],
+  });
+});

@@ -61,6 +61,27 @@ test('a chunked body over 1 MiB, arriving slowly, is refused with 413 before it 
   expect(await uploads.server.app.prisma.invitation.count({ where: { organizationId: world.org.id } })).toBe(0);
 });
 
+test('a chunked GraphQL body over 1 MiB is refused with 413 before it ends (Yoga has no limit of its own)', async () => {
+  const post = openPost('/graphql', { authorization: world.users.owner.auth, 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+  let answered = false;
+  void post.answer.then(() => (answered = true), () => {});
+  const start = new TextEncoder().encode('{"query":"{ me { id } }","padding":"');
+  await post.write(start);
+  let sent = start.length;
+  while (!answered && sent < 1.25 * MiB) {
+    await post.write(CHUNK).catch(() => {});
+    sent += CHUNK.length;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  try {
+    const refused = await jsonOf(await post.answer);
+    expect(refused).toEqual({ status: 413, body: { result: 'error', msg: 'Request body too large (limit: 1 MiB)', code: 'BAD_REQUEST' } });
+    expect(sent).toBeGreaterThan(MiB);
+  } finally {
+    post.req.destroy();
+  }
+});
+
 test('an upload declaring 50 MiB with a wrong key is answered 401 after 64 KiB of its body', async () => {
   const boundary = 'unfinished-boundary';
   const wrongKey = 'Basic ' + Buffer.from(`${world.users.member.email}:${'y'.repeat(32)}`).toString('base64');

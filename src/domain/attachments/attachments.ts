@@ -105,9 +105,8 @@ const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()]
 /** The caller's files read by keyset; each statement also gives the organization's columns. */
 function ownFiles<A extends ListedAttachment>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
   const read = async (seek: Seek) => {
-    const parameters = new Parameters([actor.id, actor.organizationId]);
-    const statement = ownAttachmentsStatement(withMessages, seekSql(OWN_FILES_ORDER, seek, parameters));
-    const rows = await sql.rows<OwnAttachmentRow>(statement, parameters.values);
+    const { text, values } = ownFilesStatement(actor, withMessages, seek);
+    const rows = await sql.rows<OwnAttachmentRow>(text, values);
     if (!rows[0]) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
     return { organization: rows[0], files: rows[0].id === null ? [] : rows.map(toAttachment) };
   };
@@ -119,6 +118,18 @@ function ownFiles<A extends ListedAttachment>(sql: Sql, actor: Actor, withMessag
   };
   return { read, list };
 }
+
+function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, seek: Seek) {
+  const parameters = new Parameters([actor.id, actor.organizationId]);
+  return { text: ownAttachmentsStatement(withMessages, seekSql(OWN_FILES_ORDER, seek, parameters)), values: parameters.values };
+}
+
+/**
+ * The one statement of the first `limit` files (a whole list of up to a page, or a connection's first
+ * page and its extra row): the bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
+ */
+export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, limit = ATTACHMENT_PAGE_SIZE) =>
+  ownFilesStatement(actor, withMessages, { backward: false, limit });
 
 async function ownAttachments<A extends ListedAttachment>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
   const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
