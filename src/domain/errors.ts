@@ -12,8 +12,8 @@ export type ErrorCode =
   | 'REALM_UPLOAD_QUOTA'
   | 'BAD_IMAGE';
 
-/** Codes of the REST events API only (GraphQL has no queues). */
-export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID';
+/** Codes of the REST API only (GraphQL has no queues, and its own CSRF rule). */
+export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID' | 'CSRF_FAILED';
 
 /** Codes that end a GraphQL subscription (src/domain/events/streams.ts). */
 export type SubscriptionErrorCode = 'EVENTS_PRUNED' | 'TOO_FAR_BEHIND' | 'SERVICE_UNAVAILABLE';

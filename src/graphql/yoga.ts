@@ -5,9 +5,10 @@ import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
-import { authenticateRequest } from '../domain/auth/authenticate.js';
+import { authenticateRequest, authenticateSession } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { isAdministrator } from '../domain/users/roles.js';
+import { sessionTokenOf } from '../http/cookies.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
@@ -34,11 +35,20 @@ export interface ServerContext {
   caller: Caller;
 }
 
-/** The caller of an Authorization header (HTTP's, or a WebSocket's connection_init payload's). */
-export async function identifyCaller(app: AppContext, header: string | null, clientAddress: string): Promise<Caller> {
-  if (!header) return anonymousCaller();
+/** What a request may authenticate with: an Authorization header (HTTP's, or a WebSocket's connection_init payload's), or a browser session's cookie. */
+export interface OfferedCredentials {
+  authorization: string | null;
+  sessionToken: string | undefined;
+}
+
+/** The caller of the offered credentials; an Authorization header goes before the session cookie. */
+export async function identifyCaller(app: AppContext, offered: OfferedCredentials, clientAddress: string): Promise<Caller> {
+  const { authorization, sessionToken } = offered;
   try {
-    return { actor: await authenticateRequest(app, header, clientAddress), authError: null, authorization: header };
+    if (authorization) return { actor: await authenticateRequest(app, authorization, clientAddress), authError: null, credentials: { authorization } };
+    if (!sessionToken) return anonymousCaller();
+    const session = await authenticateSession(app, sessionToken, clientAddress);
+    return { actor: session.actor, authError: null, credentials: { sessionToken, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash } };
   } catch (error) {
     if (error instanceof DomainError) return { ...anonymousCaller(), authError: error };
     throw error;
@@ -162,7 +172,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(request: Request, clientAddress: string): Promise<Response> {
       if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller() });
-      const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress) });
+      const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
+      const response = await yoga.fetch(request, { caller: await identifyCaller(app, offered, clientAddress) });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

@@ -1,4 +1,5 @@
-// The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
+// The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
+// sessions), the sign-in, password reset and invitation acceptance pages,
 // health check and probes, JSON 404s; a request id, the client's address and one log line per
 // request; JSON 503s while the database is unreachable.
 import type { IncomingMessage } from 'node:http';
@@ -12,7 +13,7 @@ import { logger as processLogger, requestIdFor, withRequestId } from '../logging
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
 import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
-import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
+import { API_PREFIX, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { clientAddressOf } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
@@ -126,8 +127,11 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
+  http.use(`${JSON_PREFIX}/*`, crossOrigin);
   // While the database is known to be down, answer at once rather than wait on connections.
-  http.use(`${API_PREFIX}/*`, async (c, next) => (database.cause ? unavailableResponse() : next()));
+  const unavailableAtOnce: MiddlewareHandler = async (c, next) => (database.cause ? unavailableResponse() : next());
+  http.use(`${API_PREFIX}/*`, unavailableAtOnce);
+  http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
   http.use('/graphql', async (c, next) => (database.cause && !c.req.header('accept')?.includes('text/html') ? graphqlUnavailable() : next()));
   http.get('/health', async () =>
     (await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableResponse(UNAVAILABLE_MESSAGE, { status: 'unavailable', cause: database.cause }),
@@ -150,6 +154,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountAcceptancePages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
+  const jsonDoor = sessionDoor(app.config.serverUrl);
+  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database, door: jsonDoor }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error) => {
     const unavailable = database.noteFailure(error);
