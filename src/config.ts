@@ -2,7 +2,7 @@
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
-import { parseFailedLoginRule, parseRateRules, type RateRule } from './domain/auth/rate-limit.js';
+import { parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
 import { parseTrustedProxies } from './http/client-address.js';
@@ -38,6 +38,8 @@ export interface Config {
   rateLimits: RateRule[];
   /** Failed logins allowed per client address and window; null: no limit. */
   failedLoginLimit: RateRule | null;
+  /** Sign-in attempts allowed per e-mail address and window (signin.md section 2); null: no limit. */
+  signInLimit: RateRule | null;
   /** Limits on GraphQL documents and operations. */
   graphqlLimits: GraphQLLimits;
   /** The manifest of trusted documents runnable by hash, and whether other documents are refused to non-administrators. */
@@ -228,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
+    signInLimit: parseSignInRule(env.SIGNIN_RATE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),
     graphqlTrustedDocuments: readTrustedDocuments(env),
     allowedOrigins: parseOrigins(env.CORS_ALLOWED_ORIGINS),

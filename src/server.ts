@@ -74,7 +74,7 @@ export async function startServer(
   }
   const outbox = options.outbox === false ? null : new OutboxWorker(database.prisma, createMailTransport(config), options.outbox);
   const authCache = new AuthCache();
-  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit });
+  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,

@@ -15,11 +15,14 @@ export type ErrorCode =
 /** Codes of the REST API only (GraphQL has no queues, and its own CSRF rule). */
 export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID' | 'CSRF_FAILED';
 
+/** Codes of signing in (signin.md section 1), which only the REST door and the sign-in pages offer. */
+export type SignInErrorCode = 'AUTHENTICATION_FAILED' | 'USER_DEACTIVATED' | 'REALM_DEACTIVATED';
+
 /** Codes that end a GraphQL subscription (src/domain/events/streams.ts). */
 export type SubscriptionErrorCode = 'EVENTS_PRUNED' | 'TOO_FAR_BEHIND' | 'SERVICE_UNAVAILABLE';
 
 export interface DomainErrorOptions {
-  code?: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode;
+  code?: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode | SignInErrorCode;
   status?: number;
   /** Extra response fields, rendered before `code` in REST bodies. */
   data?: Record<string, unknown>;
@@ -29,7 +32,7 @@ export interface DomainErrorOptions {
 }
 
 export class DomainError extends Error {
-  readonly code: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode;
+  readonly code: ErrorCode | RestOnlyErrorCode | SubscriptionErrorCode | SignInErrorCode;
   readonly status: number;
   readonly data: Record<string, unknown>;
   readonly headers: Record<string, string>;

@@ -35,6 +35,16 @@ export function parseRateRules(text: string | undefined): RateRule[] {
   return text.split(',').map((rule) => parseRule(rule, 'API_RATE_LIMIT'));
 }
 
+/** The reference's `authenticate_by_username`: 5 sign-in attempts per address in 30 minutes. */
+export const DEFAULT_SIGN_IN_RULE: RateRule = { windowSeconds: 1800, maxRequests: 5 };
+
+/** `attempts/seconds`, e.g. `5/1800`; `off` disables the limit (SIGNIN_RATE_LIMIT). */
+export function parseSignInRule(text: string | undefined): RateRule | null {
+  if (!text) return DEFAULT_SIGN_IN_RULE;
+  if (text === 'off') return null;
+  return parseRule(text, 'SIGNIN_RATE_LIMIT');
+}
+
 /** `failures/seconds`, e.g. `100/600`; `off` disables the limit. */
 export function parseFailedLoginRule(text: string | undefined): RateRule | null {
   if (!text) return DEFAULT_FAILED_LOGIN_RULE;
@@ -45,6 +55,8 @@ export function parseFailedLoginRule(text: string | undefined): RateRule | null 
 export interface RateLimits {
   perUser: RateRule[];
   failedLogins: RateRule | null;
+  /** Sign-in attempts per e-mail address (signin.md section 2); absent: the default, null: none. */
+  signIn?: RateRule | null;
 }
 
 /** Which limit refused: the user's requests, or the client address's failed logins. */
@@ -59,6 +71,8 @@ interface Counter {
 
 const userKey = (userId: number, rule: RateRule) => `user:${userId}:${rule.windowSeconds}`;
 const failureKey = (clientAddress: string) => `failed-login:${clientAddress}`;
+/** The counter of sign-in attempts for a lower-cased e-mail address. */
+export const signInCounterKey = (emailKey: string) => `sign-in:${emailKey}`;
 
 // Every authenticated request runs one of these, so they go straight to the driver. Times travel as
 // ISO text and come back as epoch milliseconds: the columns are UTC timestamps without a time zone.
@@ -83,6 +97,15 @@ const HIT_AND_READ_FAILURES = `
 const READ_FAILURES = `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`;
 
 const LOCKOUT_CHANNEL = 'failed_login_lockout';
+
+/** $1 now, $2 the key, $3 window seconds: one more in the key's window. */
+const COUNT_ATTEMPT = `
+  INSERT INTO rate_counter (key, count, "windowEnd")
+  VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
+  ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
+    "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
+  RETURNING ${COUNTER_COLUMNS}`;
 
 /**
  * $1 now, $2 the address's failure key, $3 window seconds, $4 the limit. Once the address is over
@@ -201,6 +224,33 @@ export class RateLimiter {
     this.refuseIfOver(counters, () => rule.maxRequests, now);
   }
 
+  /**
+   * Counts one sign-in attempt for the e-mail address (lower-cased), before its password is checked:
+   * past the limit it throws RATE_LIMIT_HIT, the right password or not (signin.md section 2).
+   */
+  async signInAttempt(emailKey: string): Promise<void> {
+    const rule = this.signInRule;
+    if (!rule) return;
+    const now = this.now();
+    const counters = await this.sql.rows<Counter>(COUNT_ATTEMPT, [new Date(now).toISOString(), signInCounterKey(emailKey), rule.windowSeconds]);
+    const over = counters.find((counter) => counter.count > rule.maxRequests);
+    if (over) throw signInRefusal((over.windowEnd - now) / 1000);
+  }
+
+  /** A successful sign-in, a password change or reset start the address's count afresh. */
+  async clearSignInAttempts(emailKey: string): Promise<void> {
+    await this.sql.rows(`DELETE FROM rate_counter WHERE key = $1`, [signInCounterKey(emailKey)]);
+  }
+
+  /** Throws RATE_LIMIT_HIT while the client address is locked out by failed logins (no count). */
+  async refuseLockedOutAddress(clientAddress: string): Promise<void> {
+    if (this.limits.failedLogins) await this.refuseIfLockedOut(failureKey(clientAddress), this.now());
+  }
+
+  private get signInRule(): RateRule | null {
+    return this.limits.signIn === undefined ? DEFAULT_SIGN_IN_RULE : this.limits.signIn;
+  }
+
   /** Without per-user rules only the address's lockout matters: known in memory while listening. */
   private async refuseIfLockedOut(addressKey: string, now: number): Promise<void> {
     const until = this.lockouts.lockedUntil(addressKey);
@@ -224,6 +274,16 @@ export class RateLimiter {
     this.onRefusal(kind);
     return rateLimited(retryAfterSeconds);
   }
+}
+
+/** The reference's RateLimitedError of `authenticate_by_username`, whose message has no link. */
+function signInRefusal(retryAfterSeconds: number): DomainError {
+  return new DomainError('API usage exceeded rate limit', {
+    code: 'RATE_LIMIT_HIT',
+    status: 429,
+    data: { 'retry-after': retryAfterSeconds },
+    headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
 }
 
 function rateLimited(retryAfterSeconds: number): DomainError {

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "user_account" ADD COLUMN     "apiKeySealed" TEXT,
+ADD COLUMN     "passwordHash" TEXT;

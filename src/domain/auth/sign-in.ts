@@ -1,0 +1,112 @@
+// Signing in with an e-mail address and a password (signin.md sections 1 and 2, Decisions 4 and 5),
+// for POST /api/v1/fetch_api_key and the sign-in form alike; setting a password.
+import type { AppContext } from '../../app-context.js';
+import type { Prisma } from '../../db/database.js';
+import type { Transaction } from '../email/outbox.js';
+import { DomainError } from '../errors.js';
+import { isValidEmailSyntax } from '../invitations/addresses.js';
+import type { Actor } from './authenticate.js';
+import { hashPassword, isStrongPassword, verifyPassword } from './passwords.js';
+import { signInCounterKey } from './rate-limit.js';
+
+export const WRONG_CREDENTIALS = 'Your username or password is incorrect';
+
+const signInError = (message: string, code: 'AUTHENTICATION_FAILED' | 'USER_DEACTIVATED' | 'REALM_DEACTIVATED') =>
+  new DomainError(message, { code, status: 401 });
+
+export const authenticationFailed = () => signInError(WRONG_CREDENTIALS, 'AUTHENTICATION_FAILED');
+export const userDeactivated = () => signInError('Account is deactivated', 'USER_DEACTIVATED');
+export const realmDeactivated = () => signInError('This organization has been deactivated', 'REALM_DEACTIVATED');
+
+/** Organizations' string_ids (src/import/organization-file.ts); anything else names none. */
+const STRING_ID = /^[a-z0-9][a-z0-9-]{0,39}$/;
+
+export interface PasswordSignIn {
+  /** The e-mail address as typed. */
+  username: string;
+  password: string;
+  /** An organization's string_id: chooses among one address's accounts in several organizations. */
+  realm?: string;
+  /** For the failed-login limit per client address. */
+  clientAddress: string;
+}
+
+const ACCOUNT_SELECTION = {
+  id: true,
+  organizationId: true,
+  email: true,
+  fullName: true,
+  role: true,
+  isBot: true,
+  botType: true,
+  dateJoined: true,
+  isActive: true,
+  passwordHash: true,
+  organization: { select: { deactivated: true } },
+} as const;
+
+/**
+ * The one account the address names (in the organization `realm` names, when given), deactivated
+ * organizations included; null when there is none, or several and no realm to choose.
+ */
+async function findAccount(prisma: Prisma, emailKey: string, realm: string | undefined) {
+  if (realm !== undefined && !STRING_ID.test(realm)) return null;
+  const accounts = await prisma.user.findMany({
+    where: { emailKey, ...(realm !== undefined && { organization: { stringId: realm } }) },
+    select: ACCOUNT_SELECTION,
+    take: 2,
+  });
+  return accounts.length === 1 ? accounts[0]! : null;
+}
+
+/**
+ * Checks in signin.md's order: the address's form, the rate limits (the client address's lockout,
+ * then one more attempt counted for the address), then the password, verified in every case (a
+ * dummy hash for an unknown address, a bot or an account without a password) so that nothing tells
+ * them apart; only then whether the account or its organization is deactivated.
+ */
+export async function signInWithPassword(app: AppContext, input: PasswordSignIn): Promise<Actor> {
+  if (!isValidEmailSyntax(input.username)) throw new DomainError('Enter a valid email address.');
+  const emailKey = input.username.toLowerCase();
+  await app.rateLimiter.refuseLockedOutAddress(input.clientAddress);
+  await app.rateLimiter.signInAttempt(emailKey);
+  const account = await findAccount(app.prisma, emailKey, input.realm);
+  const storedHash = account && !account.isBot ? account.passwordHash : null;
+  const verification = await verifyPassword(storedHash, input.password);
+  if (!account || !verification.valid) {
+    await app.rateLimiter.failure(input.clientAddress);
+    throw authenticationFailed();
+  }
+  if (account.organization.deactivated) throw realmDeactivated();
+  if (!account.isActive) throw userDeactivated();
+  if (verification.upgradedHash) await replaceHash(app.prisma, account.id, storedHash!, verification.upgradedHash);
+  await app.rateLimiter.clearSignInAttempts(emailKey);
+  const { isActive: _active, passwordHash: _hash, organization: _organization, ...actor } = account;
+  return actor;
+}
+
+/** Unless the password changed meanwhile (then the newer hash stays). */
+async function replaceHash(prisma: Prisma, userId: number, previous: string, upgraded: string): Promise<void> {
+  await prisma.user.updateMany({ where: { id: userId, passwordHash: previous }, data: { passwordHash: upgraded } });
+}
+
+/** Refuses a password under the reference's strength rule with the caller's words for it. */
+export function assertStrongPassword(password: string, message: string): void {
+  if (!isStrongPassword(password)) throw new DomainError(message);
+}
+
+/**
+ * Stores the password's hash for a human account and clears its address's sign-in attempts. Every
+ * password change replaces the hash, which is what ends the account's other sessions. The caller
+ * checks the password's strength with its own message (assertStrongPassword).
+ */
+export async function setPassword(db: Prisma | Transaction, userId: number, password: string): Promise<void> {
+  await storePasswordHash(db, userId, await hashPassword(password));
+}
+
+/** setPassword's second half, for callers that hash before their transaction begins. */
+export async function storePasswordHash(db: Prisma | Transaction, userId: number, passwordHash: string): Promise<void> {
+  const users = await db.user.updateManyAndReturn({ where: { id: userId, isBot: false }, data: { passwordHash }, select: { emailKey: true } });
+  if (users.length === 0) throw new DomainError('Bots have no password.');
+  await db.rateCounter.deleteMany({ where: { key: signInCounterKey(users[0]!.emailKey) } });
+}
