@@ -20,6 +20,8 @@ import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
+import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
+import { mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 import { memoryBudgetOf } from './memory-budget.js';
 
@@ -68,8 +70,13 @@ const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
     headers: { 'Content-Type': 'application/json', 'Retry-After': String(RETRY_AFTER_SECONDS) },
   });
 
-/** Acceptance keys are secrets: their paths are logged as the route. */
-const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ? ACCEPTANCE_PATH : path);
+const RESET_LINK = /^\/accounts\/password\/reset\/[^/]+\/[^/]+\/$/;
+
+/** Acceptance keys and password reset tokens are secrets: their paths are logged as the route. */
+function loggedPath(path: string): string {
+  if (path.startsWith('/accounts/do_confirm/')) return ACCEPTANCE_PATH;
+  return RESET_LINK.test(path) && path !== RESET_DONE_PATH ? RESET_LINK_PATH : path;
+}
 
 const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
 
@@ -152,6 +159,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const metrics = app.metrics && app.config.metrics.token ? metricsEndpoint(app.metrics, app.config.metrics.token) : null;
   if (metrics) http.get(METRICS_PATH, (c) => metrics(c.req.raw));
   mountAcceptancePages(http, app);
+  mountSignInPages(http, app);
+  mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
   const jsonDoor = sessionDoor(app.config.serverUrl);
