@@ -120,7 +120,7 @@ describe('POST /accounts/login/', () => {
   });
 
   test("a wrong password and an unknown address show the form again (200) with the reference's words, the address kept", async () => {
-    for (const overrides of [{ password: 'not the password' }, { username: 'nobody-here@lighthouse.example' }]) {
+    for (const overrides of [{ password: 'not the password' }, { username: 'nobody-here@lighthouse.example' }] as Record<string, string>[]) {
       const { form, fields } = await memberForm(overrides);
       const response = await postForm(loginUrl(), fields, form.cookies);
       expect(response.status).toBe(200);
