@@ -8,6 +8,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
+import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
@@ -91,7 +92,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const log = app.log ?? processLogger;
   const database = new DatabaseStatus(app.prisma, log);
   const graphql = createGraphQLHandler(app, database);
-  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
+  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
   const memory = memoryBudgetOf(app);
 
