@@ -18,6 +18,7 @@ import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveR
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
+import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
 import { ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
@@ -327,21 +328,24 @@ async function main() {
   const external = process.env.DATABASE_URL;
   const modes: ModeResults[] = [];
   const outbox: OutboxFairnessResult[] = [];
-  // The outbox scenario runs a server of its own: `--only outbox` runs nothing else.
-  const onlyOutbox = flags.only?.every((word) => OUTBOX_SCENARIO.toLowerCase().includes(word.toLowerCase()));
+  const signIn: SignInResult[] = [];
+  // The outbox and sign-in scenarios run servers of their own: `--only outbox` or `--only signin` runs nothing else.
+  const SIGN_IN = { name: SIGN_IN_SCENARIO, word: 'signin' };
+  const onlyOwn = flags.only?.every((word) => OUTBOX_SCENARIO.toLowerCase().includes(word.toLowerCase()) || word === SIGN_IN.word);
   const benchBoth = async (mode: Mode) => {
-    if (!onlyOutbox) modes.push(await benchMode(mode));
+    if (!onlyOwn) modes.push(await benchMode(mode));
     if (isSelected({ name: OUTBOX_SCENARIO })) outbox.push(await benchOutboxFairness(mode, flags.quick ? 2_000 : 10_000));
+    if (isSelected(SIGN_IN)) signIn.push(await benchSignIn(mode, flags.quick));
   };
   if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
   if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox };
+  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, modes, outbox, signIn };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox);
+  const markdown = markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox) + signInMarkdown(signIn);
   await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);

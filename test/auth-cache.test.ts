@@ -97,6 +97,16 @@ describe('changes made outside two server processes take effect in both at once'
     for (const url of processes.urls) expect((await me(url, newAuth)).status).toBe(200);
   });
 
+  test('POST /users/me/api_key/regenerate in one process: both refuse the old key and accept the new one', async () => {
+    const world = await createWorld(server.app.prisma);
+    await cachedInBoth(world, ['member']);
+    const regenerated = await fetch(`${processes.urls[0]}/api/v1/users/me/api_key/regenerate`, { method: 'POST', headers: { authorization: world.users.member.auth } });
+    const { api_key: apiKey } = await regenerated.json();
+    const answers = await withinOneSecond(world.users.member.auth, refused('Invalid API key'));
+    expect(answers).toEqual([refusal('Invalid API key'), refusal('Invalid API key')]);
+    for (const url of processes.urls) expect((await me(url, basicAuth(world.users.member.email, apiKey))).status).toBe(200);
+  });
+
   test('a deactivation: both refuse the account', async () => {
     const world = await createWorld(server.app.prisma);
     await cachedInBoth(world, ['member']);

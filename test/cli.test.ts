@@ -5,7 +5,7 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { runCli } from './support/process.js';
+import { listeningUrl, runCli, runCliWithInput, startServerProcess, stopServerProcess } from './support/process.js';
 import { exampleOrganization } from './support/world.js';
 
 let scratch: string;
@@ -25,7 +25,7 @@ describe('help and usage errors (no database needed)', () => {
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: npm run cli -- <command> \[options\]\n/);
-    for (const command of ['import <file.json> [--replace]', 'create-user --org', 'reset-api-key --org', 'list-organizations', 'help [command]']) {
+    for (const command of ['import <file.json> [--replace]', 'create-user --org', 'reset-api-key --org', 'set-password --org', 'list-organizations', 'help [command]']) {
       expect(help.stdout).toContain(command);
     }
     expect(await cli('-h')).toEqual(help);
@@ -68,6 +68,24 @@ describe('commands on the embedded database', () => {
     expect(await cli('reset-api-key', '--org', 'lighthouse', '--email', 'ghost@lighthouse.example')).toMatchObject({ code: 1, stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
     expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
     await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
+  }, 120_000);
+
+  test('set-password reads one line from standard input, refuses a weak one, a bot and an unknown account; the password then fetches the key', async () => {
+    const setPassword = (input: string, email = 'mark@lighthouse.example') => runCliWithInput({ DATA_DIR: dataDir }, input, 'set-password', '--org', 'lighthouse', '--email', email);
+    expect(await setPassword('password123\n')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
+    expect(await setPassword('')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
+    expect(await setPassword('Lighthouse-keeper-42\n', 'bolt-bot@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'Bots have no password.\n' });
+    expect(await setPassword('Lighthouse-keeper-42\n', 'ghost@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
+    // Only the first line counts: the second is not part of the password.
+    expect(await setPassword('Lighthouse-keeper-42\r\nsecond line\n')).toEqual({ code: 0, stdout: 'Password set for mark@lighthouse.example in lighthouse.\n', stderr: '' });
+    const server = startServerProcess({ DATA_DIR: dataDir });
+    try {
+      const url = await listeningUrl(server);
+      const fetched = await fetch(`${url}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: 'mark@lighthouse.example', password: 'Lighthouse-keeper-42' }) });
+      expect({ status: fetched.status, body: await fetched.json() }).toMatchObject({ status: 200, body: { result: 'success', email: 'mark@lighthouse.example' } });
+    } finally {
+      await stopServerProcess(server);
+    }
   }, 120_000);
 
   test('import reports every problem of a file at once, references included, and imports nothing', async () => {

@@ -2,6 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test, inject } from 'vitest';
 import { openDatabase, type Database } from '../src/db/database.js';
 import { importOrganization } from '../src/import/import-organization.js';
+import { verifyPassword } from '../src/domain/auth/passwords.js';
+import { unsealApiKey } from '../src/domain/users/api-keys.js';
 import { parseOrganizationFile } from '../src/import/organization-file.js';
 import { copyTemplate } from './support/postgres-databases.js';
 import { exampleOrganization } from './support/world.js';
@@ -75,6 +77,45 @@ describe('importer', () => {
       const parsed = parseOrganizationFile({ ...base, organization: { string_id: 'bad-quota', name: 'Bad', upload_quota_gb: bad } });
       expect(parsed.ok ? [] : parsed.problems.map((p) => p.path)).toEqual(['organization.upload_quota_gb']);
     }
+  });
+
+  test("password_hash: Django's argon2id and pbkdf2_sha256 are kept as they are; any other value, or a bot's, names the user", async () => {
+    // Python's hashlib.pbkdf2_hmac('sha256', b'correct horse battery', b'Hw6D8sZyb2pS', 10000), and Django's Argon2 of the same password.
+    const pbkdf2 = 'pbkdf2_sha256$10000$Hw6D8sZyb2pS$E8RaacGAtAUE5BW4Y1D+tIc56awidvf1lwQ93sWYvtQ=';
+    const argon2 = 'argon2$argon2id$v=19$m=102400,t=2,p=8$dzJ0SGRYSjBjSGRtY25kMQ$MZ5i56jUTz+Z8fBzUOlgkE3C/B1ZchedDqlZ+82mkFU';
+    const base = { ...exampleOrganization(), channels: [], user_groups: [], custom_emoji: [], attachments: [], messages: [] };
+    const users = [
+      { email: 'p@hashes.example', full_name: 'P', role: 100, password_hash: pbkdf2 },
+      { email: 'a@hashes.example', full_name: 'A', password_hash: argon2 },
+      { email: 'n@hashes.example', full_name: 'N' },
+    ];
+    const imported = await importOrganization(database.prisma, parse({ ...base, organization: { string_id: 'hashes', name: 'Hashes' }, users }));
+    const rows = await database.prisma.user.findMany({ where: { organizationId: imported.id, systemBot: null }, orderBy: { email: 'asc' } });
+    expect(rows.map((r) => [r.email, r.passwordHash])).toEqual([
+      ['a@hashes.example', argon2],
+      ['n@hashes.example', null],
+      ['p@hashes.example', pbkdf2],
+    ]);
+    expect((await verifyPassword(rows[2]!.passwordHash, 'correct horse battery')).valid).toBe(true);
+    // Every imported key is kept sealed too, so fetch_api_key can return it.
+    for (const row of rows) expect(await unsealApiKey(database.prisma, row)).toBe(imported.apiKeys.get(row.email));
+
+    const bad = [
+      { email: 'x@hashes.example', full_name: 'X', password_hash: 'md5$salt$0123456789abcdef' },
+      { email: 'y@hashes.example', full_name: 'Y', password_hash: argon2.slice('argon2'.length) },
+      { email: 'z@hashes.example', full_name: 'Z', password_hash: pbkdf2.replace('$10000$', '$99999999$') },
+      { email: 'bot@hashes.example', full_name: 'Bot', is_bot: true, bot_type: 1, password_hash: pbkdf2 },
+      { email: 'ok@hashes.example', full_name: 'OK', password_hash: pbkdf2 },
+    ];
+    const parsed = parseOrganizationFile({ ...base, organization: { string_id: 'bad-hashes', name: 'Bad' }, users: bad });
+    const wrongFormat = (email: string) =>
+      `${email}'s password hash is not Django's argon2$argon2id$... or pbkdf2_sha256$<iterations>$<salt>$<hash> (or its cost is beyond the limits)`;
+    expect(parsed.ok ? [] : parsed.problems).toEqual([
+      { path: 'users[0].password_hash', message: wrongFormat('x@hashes.example') },
+      { path: 'users[1].password_hash', message: wrongFormat('y@hashes.example') },
+      { path: 'users[2].password_hash', message: wrongFormat('z@hashes.example') },
+      { path: 'users[3].password_hash', message: 'bot@hashes.example is a bot: bots have no password' },
+    ]);
   });
 
   test('a file with problems lists every one of them and writes nothing', async () => {

@@ -9,7 +9,8 @@ import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { openStorage } from '../storage/open-storage.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
-import { createUser, resetApiKey } from '../import/users.js';
+import { createUser, resetApiKey, setPasswordByAddress } from '../import/users.js';
+import { readPasswordLine } from './password-input.js';
 import { StartupError } from '../startup-error.js';
 
 type Values = Record<string, string | boolean | undefined>;
@@ -60,6 +61,17 @@ const commands: Record<string, Command> = {
     positionals: 0,
     async run(database, _positionals, values) {
       console.log(await resetApiKey(database.prisma, String(values.org), String(values.email)));
+    },
+  },
+  'set-password': {
+    usage: 'set-password --org <string_id> --email <address>',
+    summary: 'set an account\'s password, read as one line from standard input (never from the command line); a weak one is refused',
+    required: ['org', 'email'],
+    positionals: 0,
+    async run(database, _positionals, values) {
+      const password = await readPasswordLine();
+      await setPasswordByAddress(database.prisma, String(values.org), String(values.email), password);
+      console.log(`Password set for ${String(values.email)} in ${String(values.org)}.`);
     },
   },
   'list-organizations': {

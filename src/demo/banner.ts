@@ -24,7 +24,7 @@ export function startupBanner({ baseUrl, mailDestination, database }: ServerFact
 
 export const basicAuthorization = ({ email, apiKey }: Credentials) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
 
-const account = ({ email, apiKey }: Credentials) => `${email.padEnd(28)}API key: ${apiKey}`;
+const account = ({ email, apiKey, password }: Credentials) => `${email.padEnd(28)}API key: ${apiKey}   password: ${password}`;
 
 function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true }>): string[] {
   const { owner, member } = demo;
@@ -33,8 +33,10 @@ function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true
     `  Owner:   ${account(owner)}`,
     `  Member:  ${account(member)}`,
     `  Others:  ${DEMO_OTHER_ACCOUNTS.map((a) => `${a.email} (${a.role})`).join(', ')}`,
-    'These keys are shown only now. To give any account a new key:',
+    'These keys and passwords are shown only now (POST /api/v1/fetch_api_key gives a key again for the password).',
+    'To give any account a new key or a password:',
     `  npm run cli -- reset-api-key --org ${demo.stringId} --email <address>`,
+    `  npm run cli -- set-password --org ${demo.stringId} --email <address>   (reads the password from standard input)`,
     '',
     'Try the REST API:',
     `  curl -u ${member.email}:${member.apiKey} ${baseUrl}/api/v1/attachments`,

@@ -1,5 +1,7 @@
 // Creates the demo organization when, and only when, the database holds no organization yet.
+import { randomBytes } from 'node:crypto';
 import type { Prisma } from '../db/database.js';
+import { setPassword } from '../domain/auth/sign-in.js';
 import type { FileStorage } from '../storage/storage.js';
 import { importOrganization } from '../import/import-organization.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
@@ -9,7 +11,12 @@ import { DEMO_MEMBER_EMAIL, DEMO_OWNER_EMAIL, demoOrganizationFile } from './dem
 export interface Credentials {
   email: string;
   apiKey: string;
+  /** Random, shown once in the banner: for signing in (fetch_api_key, the sign-in page). */
+  password: string;
 }
+
+/** 16 random characters (96 bits): far past the strength rule. */
+const randomPassword = () => randomBytes(12).toString('base64url');
 
 export type DemoOutcome =
   | { created: true; stringId: string; name: string; owner: Credentials; member: Credentials }
@@ -22,13 +29,18 @@ export async function ensureDemoOrganization(prisma: Prisma, storage?: FileStora
   if (!parsed.ok) throw new Error(`The demo organization file is invalid: ${JSON.stringify(parsed.problems)}`);
   try {
     const imported = await importOrganization(prisma, parsed.value, { storage });
-    const credentials = (email: string) => ({ email, apiKey: imported.apiKeys.get(email)! });
+    const credentials = async (email: string): Promise<Credentials> => {
+      const password = randomPassword();
+      const { id } = await prisma.user.findUniqueOrThrow({ where: { organizationId_emailKey: { organizationId: imported.id, emailKey: email } }, select: { id: true } });
+      await setPassword(prisma, id, password);
+      return { email, apiKey: imported.apiKeys.get(email)!, password };
+    };
     return {
       created: true,
       stringId: imported.stringId,
       name: parsed.value.organization.name,
-      owner: credentials(DEMO_OWNER_EMAIL),
-      member: credentials(DEMO_MEMBER_EMAIL),
+      owner: await credentials(DEMO_OWNER_EMAIL),
+      member: await credentials(DEMO_MEMBER_EMAIL),
     };
   } catch (error) {
     // Another process sharing this PostgreSQL database created an organization first.

@@ -1,7 +1,7 @@
 // Writes a validated organization file in one transaction (docs/contract/organization-import.md).
 import type { Prisma } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
-import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
+import { apiKeyColumns, apiKeySealer, type ApiKeySealer } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
 import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { fileKey, newPathId } from '../domain/uploads/paths.js';
@@ -42,7 +42,8 @@ export async function importOrganization(prisma: Prisma, file: OrganizationFile,
   const written: string[] = [];
   const replaced: string[] = [];
   try {
-    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, written, replaced), { timeout: 300_000, maxWait: 30_000 });
+    const seal = await apiKeySealer(prisma);
+    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), { timeout: 300_000, maxWait: 30_000 });
     // Fresh statistics at once, rather than when autovacuum comes by: a large import changes the best plans.
     await prisma.$executeRawUnsafe(`ANALYZE ${ANALYZED_TABLES.join(', ')}`);
     await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
@@ -53,12 +54,19 @@ export async function importOrganization(prisma: Prisma, file: OrganizationFile,
   }
 }
 
-async function writeOrganization(tx: Tx, file: OrganizationFile, options: ImportOptions, written: string[], replaced: string[]): Promise<ImportedOrganization> {
+async function writeOrganization(
+  tx: Tx,
+  file: OrganizationFile,
+  options: ImportOptions,
+  seal: ApiKeySealer,
+  written: string[],
+  replaced: string[],
+): Promise<ImportedOrganization> {
   if (options.storage) replaced.push(...(await storedFilesOf(tx, file.organization.string_id)));
   await removeExisting(tx, file.organization.string_id, options.replace ?? false);
   const org = await createOrganizationRow(tx, file);
   const groupIds = await createSystemGroups(tx, org.id);
-  const { userIds, apiKeys } = await createUsers(tx, org.id, file);
+  const { userIds, apiKeys } = await createUsers(tx, org.id, file, seal);
   const userId = (email: string) => userIds.get(email.toLowerCase())!;
   await createNamedGroups(tx, org.id, file, groupIds, userId);
   const setting = (value: GroupSettingValue) => resolveGroupSetting(tx, org.id, value, groupIds, userId);
@@ -139,12 +147,12 @@ async function createSystemGroups(tx: Tx, organizationId: number): Promise<Map<s
   return new Map(rows.map((r) => [r.name!, r.id]));
 }
 
-async function createUsers(tx: Tx, organizationId: number, file: OrganizationFile) {
+async function createUsers(tx: Tx, organizationId: number, file: OrganizationFile, seal: ApiKeySealer) {
   const apiKeys = new Map<string, string>();
   const keyFor = (email: string, given?: string) => {
-    const key = given ?? generateApiKey();
-    apiKeys.set(email.toLowerCase(), key);
-    return hashApiKey(key);
+    const issued = seal(given);
+    apiKeys.set(email.toLowerCase(), issued.apiKey);
+    return apiKeyColumns(issued);
   };
   const people = file.users.map((u) => ({
     id: u.id,
@@ -157,7 +165,8 @@ async function createUsers(tx: Tx, organizationId: number, file: OrganizationFil
     botType: u.bot_type,
     isActive: u.is_active,
     dateJoined: fromUnix(u.date_joined),
-    apiKeyHash: keyFor(u.email, u.api_key),
+    ...keyFor(u.email, u.api_key),
+    passwordHash: u.password_hash ?? null,
   }));
   const bots = SYSTEM_BOTS.map((b) => ({
     organizationId,
@@ -167,7 +176,7 @@ async function createUsers(tx: Tx, organizationId: number, file: OrganizationFil
     isBot: true,
     botType: 1,
     systemBot: b.systemBot,
-    apiKeyHash: hashApiKey(generateApiKey()),
+    ...apiKeyColumns(seal()),
   }));
   const rows = await tx.user.createManyAndReturn({ data: [...people, ...bots], select: { id: true, emailKey: true, systemBot: true } });
   const userIds = new Map(rows.filter((r) => !r.systemBot).map((r) => [r.emailKey, r.id]));

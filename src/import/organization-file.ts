@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ROLE_CODES } from '../domain/users/roles.js';
 import { API_KEY_PATTERN } from '../domain/users/api-keys.js';
+import { isImportablePasswordHash } from '../domain/auth/passwords.js';
 import { isValidPathId } from '../domain/uploads/paths.js';
 
 export const SYSTEM_GROUP_NAMES = [
@@ -56,6 +57,16 @@ const user = z.strictObject({
   bot_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]).nullable().default(null),
   is_active: z.boolean().default(true),
   date_joined: unixTime.optional(),
+  /** As a Zulip export carries it: Django's `argon2$argon2id$...` or `pbkdf2_sha256$...` (signin.md Decision 1). */
+  password_hash: z.string().max(1000).optional(),
+}).superRefine((u, context) => {
+  if (u.password_hash === undefined) return;
+  const problem = u.is_bot
+    ? `${u.email} is a bot: bots have no password`
+    : isImportablePasswordHash(u.password_hash)
+      ? null
+      : `${u.email}'s password hash is not Django's argon2$argon2id$... or pbkdf2_sha256$<iterations>$<salt>$<hash> (or its cost is beyond the limits)`;
+  if (problem) context.addIssue({ code: 'custom', path: ['password_hash'], message: problem });
 });
 
 const channel = z.strictObject({

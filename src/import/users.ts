@@ -1,7 +1,9 @@
 // Administrator actions on single accounts, for the CLI.
 import type { Prisma } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
-import { generateApiKey, hashApiKey } from '../domain/users/api-keys.js';
+import { apiKeyColumns, issueApiKey } from '../domain/users/api-keys.js';
+import { WEAK_PASSWORD } from '../domain/auth/passwords.js';
+import { assertStrongPassword, setPassword } from '../domain/auth/sign-in.js';
 import { ROLE_CODES } from '../domain/users/roles.js';
 
 export interface NewUser {
@@ -27,20 +29,33 @@ export async function createUser(prisma: Prisma, input: NewUser): Promise<{ id: 
   if (await prisma.user.findUnique({ where: { organizationId_emailKey: { organizationId: orgId, emailKey } } })) {
     throw new DomainError(`${email} already has an account in ${input.organizationStringId}.`);
   }
-  const apiKey = generateApiKey();
+  const issued = await issueApiKey(prisma);
   const user = await prisma.user.create({
-    data: { organizationId: orgId, email, emailKey, fullName: input.fullName.trim(), role: input.role, apiKeyHash: hashApiKey(apiKey) },
+    data: { organizationId: orgId, email, emailKey, fullName: input.fullName.trim(), role: input.role, ...apiKeyColumns(issued) },
   });
-  return { id: user.id, apiKey };
+  return { id: user.id, apiKey: issued.apiKey };
 }
 
 export async function resetApiKey(prisma: Prisma, organizationStringId: string, email: string): Promise<string> {
   const orgId = await organizationId(prisma, organizationStringId);
-  const apiKey = generateApiKey();
+  const issued = await issueApiKey(prisma);
   const { count } = await prisma.user.updateMany({
     where: { organizationId: orgId, emailKey: email.trim().toLowerCase(), systemBot: null },
-    data: { apiKeyHash: hashApiKey(apiKey) },
+    data: apiKeyColumns(issued),
   });
   if (count === 0) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
-  return apiKey;
+  return issued.apiKey;
+}
+
+/** Sets a human account's password (signin.md Decision 1); a weak one is refused with the registration form's words. */
+export async function setPasswordByAddress(prisma: Prisma, organizationStringId: string, email: string, password: string): Promise<void> {
+  const orgId = await organizationId(prisma, organizationStringId);
+  const user = await prisma.user.findUnique({
+    where: { organizationId_emailKey: { organizationId: orgId, emailKey: email.trim().toLowerCase() } },
+    select: { id: true, isBot: true },
+  });
+  if (!user) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
+  if (user.isBot) throw new DomainError('Bots have no password.');
+  assertStrongPassword(password, WEAK_PASSWORD);
+  await setPassword(prisma, user.id, password);
 }

@@ -137,7 +137,7 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
     return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
   }
   const params = route.streamsBody?.includes(method) ? queryParams(request) : await readParams(request);
-  if (publicHandler) return publicHandler({ params, path, app, request });
+  if (publicHandler) return publicHandler({ params, path, app, request, clientAddress });
   const caller = await door.authenticate(request, app, clientAddress);
   if (caller instanceof Response) return caller;
   return handler!({ ...caller, params, path, app, request });

@@ -16,7 +16,8 @@ export interface RestRequest {
 }
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;
-export type PublicRestHandler = (request: Omit<RestRequest, 'actor' | 'credentials'>) => Promise<Response>;
+/** A handler that needs no credentials; it sees the client's address (the failed-login limit's key). */
+export type PublicRestHandler = (request: Omit<RestRequest, 'actor' | 'credentials'> & { clientAddress: string }) => Promise<Response>;
 
 export const queryParams = (request: Request) => new Map(new URL(request.url).searchParams);
 

@@ -8,6 +8,7 @@ import { listInvitations, resendInvitation, revokeInvitation } from './handlers/
 import { sendInvitations } from './handlers/invites.js';
 import { deleteEvents, getEvents, register } from './handlers/events.js';
 import { serverSettings } from './handlers/server-settings.js';
+import { fetchApiKey, regenerateOwnApiKey, updateSettings } from './handlers/sign-in.js';
 import { getOwnUser } from './handlers/users.js';
 import { getTemporaryUrl, uploadFile } from './handlers/uploads.js';
 
@@ -22,6 +23,9 @@ export const restRoutes: RestRoute[] = [
   { pattern: /^\/user_uploads$/, methods: { POST: uploadFile }, streamsBody: ['POST'] },
   { pattern: /^\/user_uploads\/(?<realmId>[0-9]+)\/(?<filename>.+)$/, methods: { GET: getTemporaryUrl } },
   { pattern: /^\/server_settings$/, methods: {}, publicMethods: { GET: serverSettings }, apiOnly: true },
+  { pattern: /^\/fetch_api_key$/, methods: {}, publicMethods: { POST: fetchApiKey }, apiOnly: true },
+  { pattern: /^\/settings$/, methods: { PATCH: updateSettings } },
+  { pattern: /^\/users\/me\/api_key\/regenerate$/, methods: { POST: regenerateOwnApiKey }, apiOnly: true },
   { pattern: /^\/users\/me$/, methods: { GET: getOwnUser } },
   { pattern: /^\/register$/, methods: { POST: register } },
   { pattern: /^\/events$/, methods: { GET: getEvents, DELETE: deleteEvents } },

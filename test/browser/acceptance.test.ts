@@ -1,5 +1,6 @@
 // The whole journey in a real browser: the e-mail arrives over SMTP, its link opens in Chromium, the
-// form creates the account, and the API key on the page works against GraphQL.
+// form (refusing a weak password) creates the account, the API key on the page works against
+// GraphQL, and the password fetches the same key.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
@@ -7,6 +8,7 @@ import { launchBrowser } from '../support/browser.js';
 import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
+import { callApi } from '../support/rest.js';
 import { basicAuth } from '../support/server.js';
 import { eventually, startMailReceiver, startServerWithOutbox, type MailReceiver } from '../support/smtp.js';
 import { createWorld } from '../support/world.js';
@@ -70,15 +72,29 @@ test('an invitee follows the e-mailed link, signs up in the browser and uses the
     expect(await page.textContent('h1')).toBe('Join Lighthouse Cooperative');
     expect(await page.textContent('#invitee')).toBe(email);
     await page.fill('#full_name', '  Bea <Browser>  ');
+    await page.fill('#password', 'Bea-lighthouse-2026');
     await page.click('#submit');
     await page.waitForSelector('#error');
     expect(await page.textContent('#error')).toBe('Invalid characters in name!');
+    // A weak password: the form again (200), the name kept, the password not, and no account.
     await page.fill('#full_name', 'Bea Browser');
+    await page.fill('#password', 'password123');
+    const [weak] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('#submit')]);
+    expect(weak.status()).toBe(200);
+    expect(await page.textContent('#error')).toBe('The password is too weak.');
+    expect(await page.inputValue('#full_name')).toBe('Bea Browser');
+    expect(await page.inputValue('#password')).toBe('');
+    expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: email } })).toBe(0);
+    await page.fill('#password', 'Bea-lighthouse-2026');
     await page.click('#submit');
     await page.waitForSelector('#api-key');
     expect(await page.textContent('h1')).toBe('Welcome to Lighthouse Cooperative, Bea Browser!');
     const apiKey = (await page.textContent('#api-key'))!;
     expect(apiKey).toMatch(/^[A-Za-z0-9]{32}$/);
+
+    // The password signs in: fetch_api_key hands back the same key.
+    const fetched = await callApi(server.url, 'POST', '/fetch_api_key', { form: { username: email, password: 'Bea-lighthouse-2026' } });
+    expect(fetched.body).toMatchObject({ result: 'success', api_key: apiKey, email });
 
     const auth = basicAuth(email, apiKey);
     expect(await gql(server.url, AcceptedMe, {}, auth)).toEqual({

@@ -27,6 +27,12 @@ async function checkPrintedCredentials(output: string) {
   const [, memberEmail, memberKey] = /Member: +(\S+) +API key: (\S+)/.exec(output)!;
   expect(ownerEmail).toBe('iris@harborlights.example');
   expect(memberEmail).toBe('sam@harborlights.example');
+  // The printed passwords sign in: fetch_api_key gives back the printed keys.
+  for (const [who, email, key] of [['Owner', ownerEmail, ownerKey], ['Member', memberEmail, memberKey]]) {
+    const password = new RegExp(`${who}: +\\S+ +API key: \\S+ +password: (\\S+)`).exec(output)![1]!;
+    const fetched = await fetch(`${baseUrl}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: email!, password }) });
+    expect(await fetched.json()).toMatchObject({ result: 'success', api_key: key, email });
+  }
 
   const headers = JSON.parse(/^ +(\{"Authorization": .*\})$/m.exec(output)![1]!);
   expect(headers).toEqual({ Authorization: basic(ownerEmail!, ownerKey!) });

@@ -13,10 +13,11 @@ afterAll(() => server.close());
 const EXPECTED_BODY = () => ({
   result: 'success',
   msg: '',
+  // signin.md section 7: e-mail address and password sign in.
   authentication_methods: {
-    password: false,
+    password: true,
     dev: false,
-    email: false,
+    email: true,
     ldap: false,
     remoteuser: false,
     github: false,
@@ -33,7 +34,7 @@ const EXPECTED_BODY = () => ({
   zulip_merge_base: '12.0',
   push_notifications_enabled: false,
   is_incompatible: false,
-  email_auth_enabled: false,
+  email_auth_enabled: true,
   require_email_format_usernames: true,
   realm_url: server.url,
   realm_uri: server.url,

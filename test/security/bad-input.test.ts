@@ -95,7 +95,7 @@ describe('row 5: NUL characters', () => {
     const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: w.org.id, email: 'nul-accept@example.net' } });
     const answer = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, {
       method: 'POST',
-      body: new URLSearchParams({ full_name: 'Ann\u0000Smith' }),
+      body: new URLSearchParams({ full_name: 'Ann\u0000Smith', password: 'lighthouse-keeper-42' }),
     });
     expect(answer.status).toBe(400);
     expect(await server.app.prisma.user.count({ where: { organizationId: w.org.id, emailKey: 'nul-accept@example.net' } })).toBe(0);

@@ -4,8 +4,9 @@
 // be a JSON envelope and never a 5xx, and every refused request must leave the database unchanged.
 // Authorization: no credentials, a wrong key or a deactivated user never get a 2xx (beyond the public
 // /server_settings), and another organization's owner never gets one for this organization's
-// invitations or files nor changes any of its rows. Both limits are off (API_RATE_LIMIT and
-// AUTH_FAILURE_LIMIT), so a 429 can never stand in for the refusal the test must see: any 429 fails.
+// invitations or files nor changes any of its rows. The limits are off (API_RATE_LIMIT,
+// AUTH_FAILURE_LIMIT, SIGNIN_RATE_LIMIT), so a 429 can never stand in for the refusal the test must
+// see: any 429 fails. A regenerated API key replaces the caller's credentials for the later runs.
 // Each run reports how many answers fell in each outcome class and requires every class to occur.
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -25,7 +26,7 @@ let worldAttachments: number[];
 /** The tables with an organizationId column: what another organization's owner must never change. */
 let organizationTables: string[];
 beforeAll(async () => {
-  server = await startTestServer({ rateLimits: [], failedLoginLimit: null });
+  server = await startTestServer({ rateLimits: [], failedLoginLimit: null, signInLimit: null });
   world = await createWorld(server.app.prisma);
   other = await createWorld(server.app.prisma);
   const attachments = await server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, select: { id: true } });
@@ -108,7 +109,7 @@ const hostileString = fc.oneof(
   fc.emailAddress(),
 );
 
-const REST_PARAMETERS = ['invitee_emails', 'stream_ids', 'group_ids', 'invite_as', 'invite_expires_in_minutes', 'include_realm_default_subscriptions', 'notify_referrer_on_join', 'welcome_message_custom_text', 'include_deactivated', 'unknown_thing'];
+const REST_PARAMETERS = ['invitee_emails', 'stream_ids', 'group_ids', 'invite_as', 'invite_expires_in_minutes', 'include_realm_default_subscriptions', 'notify_referrer_on_join', 'welcome_message_custom_text', 'include_deactivated', 'username', 'password', 'realm', 'old_password', 'new_password', 'unknown_thing'];
 
 /** Percent-encodes every byte (encodeURIComponent throws on lone surrogates). */
 const percentEncoded = (value: string) => [...Buffer.from(value, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
@@ -130,6 +131,9 @@ const anyRestRequest = fc.record({
     idSegment.map((id) => `/attachments/${id}`),
     fc.constant('/server_settings'),
     fc.constant('/users/me'),
+    fc.constant('/fetch_api_key'),
+    fc.constant('/settings'),
+    fc.constant('/users/me/api_key/regenerate'),
   ),
   params: fc.dictionary(fc.constantFrom(...REST_PARAMETERS), hostileString, { maxKeys: 6 }),
   encoding: fc.constantFrom('form', 'multipart', 'query', 'json', 'garbage'),
@@ -170,6 +174,13 @@ async function concretePath(path: string, pick: number): Promise<{ path: string;
   return { path: path.replace(WORLD_ID, String(id)), namesWorldObject: true };
 }
 
+/** The caller's new key after a successful POST /users/me/api_key/regenerate: the old one no longer works. */
+function keepRegeneratedKey(who: Who, apiKey: string): void {
+  const user = who === 'otherOwner' ? other.users.owner : world.users[who as Exclude<Who, 'otherOwner' | 'nobody' | 'wrongKey'>];
+  user.apiKey = apiKey;
+  user.auth = 'Basic ' + Buffer.from(`${user.email}:${apiKey}`).toString('base64');
+}
+
 function authorization(who: Who): string | undefined {
   if (who === 'nobody') return undefined;
   if (who === 'wrongKey') return 'Basic ' + Buffer.from(`${world.users.owner.email}:${'x'.repeat(32)}`).toString('base64');
@@ -205,7 +216,8 @@ test('REST: every generated request gets a JSON envelope, never a 5xx; refused o
       const text = await response.text();
       const what = `${request.method} ${path}`;
       expect(response.status, `${what} answered ${response.status}: ${text}`).toBeLessThan(500);
-      if (path !== '/server_settings') expectAuthorized(request.who, response.status, namesWorldObject, what);
+      if (path === '/users/me/api_key/regenerate' && response.ok) keepRegeneratedKey(request.who, JSON.parse(text).api_key);
+      if (path !== '/server_settings' && path !== '/fetch_api_key') expectAuthorized(request.who, response.status, namesWorldObject, what);
       if (worldBefore !== undefined) expect(await worldFingerprint(), `${what} by another organization's owner changed this one`).toBe(worldBefore);
       if (path === '/server_settings') return;
       if (request.method === 'HEAD') {

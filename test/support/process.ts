@@ -99,6 +99,17 @@ export function runCli(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliRe
   return runCliIn(undefined, env, ...args);
 }
 
+/** `node dist/cli/main.js ...args` with `input` written to its standard input (then closed). */
+export function runCliWithInput(env: NodeJS.ProcessEnv, input: string, ...args: string[]): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, ['dist/cli/main.js', ...args], { env: environment(env) }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+    child.on('error', reject);
+    child.stdin!.end(input);
+  });
+}
+
 /** `node dist/cli/main.js ...args` in that checkout. */
 export function runCliIn(cwd: string | undefined, env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliResult> {
   return promisify(execFile)(process.execPath, ['dist/cli/main.js', ...args], { cwd, env: environment(env) }).then(

@@ -15,7 +15,9 @@ export interface ZulipClient {
 export interface ZulipConfig {
   realm: string;
   username: string;
-  apiKey: string;
+  /** Without it, zulip-js first posts username and password to /fetch_api_key and keeps the api_key it reads. */
+  apiKey?: string;
+  password?: string;
   /** Set by zulip-js from the realm; every call reads it anew. */
   apiURL?: string;
 }

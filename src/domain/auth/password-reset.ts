@@ -10,7 +10,7 @@ import { renderNoAccountNotice, renderPasswordResetEmail, RESET_LINK_VALID_DAYS 
 import { PASSWORD_RESET_EMAIL, queueEmail } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
-import { serverSecret } from '../uploads/server-secrets.js';
+import { serverSecret } from '../server-secrets.js';
 import { hashPassword } from './passwords.js';
 import { countInWindow } from './rate-limit.js';
 import { sameToken } from './sessions.js';

@@ -16,6 +16,9 @@ export const PASSWORD_MIN_LENGTH = 6;
 export const PASSWORD_MAX_LENGTH = 100;
 export const PASSWORD_MIN_GUESSES = 10_000;
 
+/** The registration and reset forms' words for a password under the strength rule (signin.md section 3). */
+export const WEAK_PASSWORD = 'The password is too weak.';
+
 /**
  * What a stored hash may cost to verify: anything beyond is refused at import and never verified
  * (an imported `m=4194304` would take 4 GiB per sign-in). Django's defaults are m=102400 (100 MiB),

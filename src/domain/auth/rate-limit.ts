@@ -239,6 +239,7 @@ export class RateLimiter {
 
   /** A successful sign-in, a password change or reset start the address's count afresh. */
   async clearSignInAttempts(emailKey: string): Promise<void> {
+    if (!this.signInRule) return;
     await this.sql.rows(`DELETE FROM rate_counter WHERE key = $1`, [signInCounterKey(emailKey)]);
   }
 

@@ -6,6 +6,8 @@
 // sessions in every process at once, with no bookkeeping beyond the password itself.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../../db/sql.js';
+import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
+import type { Transaction } from '../email/outbox.js';
 import type { Actor } from './authenticate.js';
 
 export const SESSION_LIFETIME_SECONDS = 14 * 24 * 3600;
@@ -95,14 +97,12 @@ export async function endSession(sql: Sql, token: string): Promise<void> {
 /**
  * After the user changed their password through this session: the session takes the new password's
  * fingerprint and stays, while every other session of the user ends (theirs no longer matches).
- * Call it in the transaction that changes the password.
+ * Call it in the transaction that changes the password, so that the session never stops holding.
  */
-export async function keepSessionAfterPasswordChange(sql: Sql, sessionId: number): Promise<void> {
-  await sql.rows(
-    `UPDATE user_session s SET "passwordFingerprint" = ${FINGERPRINT_SQL('u."passwordHash"')}
-       FROM user_account u WHERE s.id = $1 AND u.id = s."userId"`,
-    [sessionId],
-  );
+export async function keepSessionAfterPasswordChange(tx: Transaction, sessionId: number): Promise<void> {
+  await tx.$executeRaw`
+    UPDATE user_session s SET "passwordFingerprint" = ${PrismaNamespace.raw(FINGERPRINT_SQL('u."passwordHash"'))}
+      FROM user_account u WHERE s.id = ${sessionId} AND u.id = s."userId"`;
 }
 
 /** Removes expired sessions: the minute's housekeeping (an ended session's row is harmless until then). */

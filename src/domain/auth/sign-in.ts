@@ -31,31 +31,26 @@ export interface PasswordSignIn {
   clientAddress: string;
 }
 
-const ACCOUNT_SELECTION = {
-  id: true,
-  organizationId: true,
-  email: true,
-  fullName: true,
-  role: true,
-  isBot: true,
-  botType: true,
-  dateJoined: true,
-  isActive: true,
-  passwordHash: true,
-  organization: { select: { deactivated: true } },
-} as const;
+interface AccountRow extends Actor {
+  isActive: boolean;
+  passwordHash: string | null;
+  organizationDeactivated: boolean;
+}
 
 /**
  * The one account the address names (in the organization `realm` names, when given), deactivated
- * organizations included; null when there is none, or several and no realm to choose.
+ * organizations included; null when there is none, or several and no realm to choose. One statement
+ * whatever it finds (a relation read through Prisma would add a second one only when a row exists,
+ * and that time would tell).
  */
-async function findAccount(prisma: Prisma, emailKey: string, realm: string | undefined) {
+async function findAccount(prisma: Prisma, emailKey: string, realm: string | undefined): Promise<AccountRow | null> {
   if (realm !== undefined && !STRING_ID.test(realm)) return null;
-  const accounts = await prisma.user.findMany({
-    where: { emailKey, ...(realm !== undefined && { organization: { stringId: realm } }) },
-    select: ACCOUNT_SELECTION,
-    take: 2,
-  });
+  const accounts = await prisma.$queryRaw<AccountRow[]>`
+    SELECT u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType", u."dateJoined",
+           u."isActive", u."passwordHash", o.deactivated AS "organizationDeactivated"
+      FROM user_account u JOIN organization o ON o.id = u."organizationId"
+     WHERE u."emailKey" = ${emailKey} AND (${realm ?? null}::text IS NULL OR o."stringId" = ${realm ?? null}::text)
+     LIMIT 2`;
   return accounts.length === 1 ? accounts[0]! : null;
 }
 
@@ -77,11 +72,11 @@ export async function signInWithPassword(app: AppContext, input: PasswordSignIn)
     await app.rateLimiter.failure(input.clientAddress);
     throw authenticationFailed();
   }
-  if (account.organization.deactivated) throw realmDeactivated();
+  if (account.organizationDeactivated) throw realmDeactivated();
   if (!account.isActive) throw userDeactivated();
   if (verification.upgradedHash) await replaceHash(app.prisma, account.id, storedHash!, verification.upgradedHash);
   await app.rateLimiter.clearSignInAttempts(emailKey);
-  const { isActive: _active, passwordHash: _hash, organization: _organization, ...actor } = account;
+  const { isActive: _active, passwordHash: _hash, organizationDeactivated: _deactivated, ...actor } = account;
   return actor;
 }
 

@@ -14,7 +14,7 @@ import { holdsSetting } from '../permissions/group-membership.js';
 import { isAdministrator, isGuest } from '../users/roles.js';
 import { bareContentType, contentTypeFor } from '../uploads/file-names.js';
 import { avatarKey, emojiImagePath, emojiStillPath } from '../uploads/paths.js';
-import { serverSecret } from '../uploads/server-secrets.js';
+import { serverSecret } from '../server-secrets.js';
 import { byteLimit, limited, singleFile, type IncomingFile, type ReceivedFile } from '../uploads/upload-file.js';
 import { assertEmojiContentType, EMOJI_FORMATS, resizeEmoji } from './emoji-image.js';
 import { isBuiltInEmojiName } from './built-in-emoji.js';

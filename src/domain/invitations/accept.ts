@@ -6,7 +6,9 @@ import { Prisma } from '../../generated/prisma/client.js';
 import type { Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { sendDirectMessages, systemBotId } from '../messages/direct-messages.js';
-import { generateApiKey, hashApiKey } from '../users/api-keys.js';
+import { apiKeyColumns, issueApiKey, type IssuedApiKey } from '../users/api-keys.js';
+import { hashPassword, WEAK_PASSWORD } from '../auth/passwords.js';
+import { assertStrongPassword } from '../auth/sign-in.js';
 import { exceedsLicenseLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
@@ -108,17 +110,27 @@ export interface AcceptedAccount {
   fullName: string;
   role: number;
   organizationName: string;
-  /** Shown once; only its hash is stored. */
+  /** Shown on the welcome page; fetch_api_key gives it again for the password. */
   apiKey: string;
 }
 
-export async function acceptInvitation(app: AppContext, key: string, input: { fullName: string }, now = new Date()): Promise<AcceptedAccount> {
+/** The new account's name, password (signin.md Decision 1: weak ones are refused) and credentials. */
+interface NewAccount {
+  fullName: string;
+  passwordHash: string;
+  apiKey: IssuedApiKey;
+}
+
+export async function acceptInvitation(app: AppContext, key: string, input: { fullName: string; password: string }, now = new Date()): Promise<AcceptedAccount> {
   assertKeyShape(key);
   const fullName = checkFullName(input.fullName);
+  assertStrongPassword(input.password, WEAK_PASSWORD);
   try {
     const target = await app.prisma.invitation.findUnique({ where: { confirmationKey: key }, select: { organizationId: true } });
     if (!target) throw refusals.unknown();
-    return await inTransaction(app.prisma, (tx) => createAccount(tx, target.organizationId, key, fullName, now));
+    // Hashing takes a moment: before the transaction, which holds the organization's lock.
+    const account = { fullName, passwordHash: await hashPassword(input.password), apiKey: await issueApiKey(app.prisma) };
+    return await inTransaction(app.prisma, (tx) => createAccount(tx, target.organizationId, key, account, now));
   } catch (error) {
     // A concurrent acceptance for the same address won the race for the unique (organization, e-mail).
     if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002') throw refusals.accountCreatedMeanwhile();
@@ -126,7 +138,7 @@ export async function acceptInvitation(app: AppContext, key: string, input: { fu
   }
 }
 
-async function createAccount(tx: Transaction, organizationId: number, key: string, fullName: string, now: Date): Promise<AcceptedAccount> {
+async function createAccount(tx: Transaction, organizationId: number, key: string, account: NewAccount, now: Date): Promise<AcceptedAccount> {
   // The organization's row first, as everywhere: concurrent acceptances of the same link or of the
   // same address's other invitations wait here, then see the invitation as used or revoked.
   await lockOrganization(tx, organizationId);
@@ -134,7 +146,7 @@ async function createAccount(tx: Transaction, organizationId: number, key: strin
   assertUsable(invitation, now);
   await assertNoAccount(tx, invitation);
   if (await exceedsLicenseLimit(tx, invitation.organization, 1, invitation.invitedAs)) throw refusals.noLicense(invitation.organization.name);
-  const apiKey = generateApiKey();
+  const { fullName } = account;
   const user = await tx.user.create({
     data: {
       organizationId: invitation.organizationId,
@@ -143,14 +155,15 @@ async function createAccount(tx: Transaction, organizationId: number, key: strin
       fullName,
       role: invitation.invitedAs,
       dateJoined: now,
-      apiKeyHash: hashApiKey(apiKey),
+      passwordHash: account.passwordHash,
+      ...apiKeyColumns(account.apiKey),
     },
   });
   await grantSubscriptionsAndGroups(tx, invitation, user.id);
   await closeInvitations(tx, invitation, user.id);
   await recordEvent(tx, insertInvitesChangedSql(invitation.organizationId, invitation.referrerId));
   await sendJoinMessages(tx, invitation, user, now);
-  return { userId: user.id, email: user.email, fullName, role: user.role, organizationName: invitation.organization.name, apiKey };
+  return { userId: user.id, email: user.email, fullName, role: user.role, organizationName: invitation.organization.name, apiKey: account.apiKey.apiKey };
 }
 
 /** The invitation's channels (+ today's default channels when asked), skipping channels archived since; its active groups. */

@@ -3,7 +3,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../app-context.js';
 import { badRequest } from '../errors.js';
-import { serverSecret } from './server-secrets.js';
+import { serverSecret } from '../server-secrets.js';
 import { findFile, type ServableFile } from './file-access.js';
 
 const SALT = 'user_uploads_';

@@ -1,5 +1,10 @@
-// API keys: 32 ASCII letters and digits, shown once; only their SHA-256 is stored.
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+// API keys: 32 ASCII letters and digits. Requests are looked up by the key's SHA-256; the key itself
+// is kept only sealed (AES-256-GCM under the server secret `api-key-seal`), so that
+// POST /fetch_api_key can hand an account its current key (signin.md section 1) while a copy of
+// the database without the server_secret table reveals no key.
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import type { Prisma } from '../../db/database.js';
+import { serverSecret } from '../server-secrets.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 export const API_KEY_PATTERN = /^[A-Za-z0-9]{32}$/;
@@ -20,3 +25,70 @@ export function apiKeyMatches(apiKey: string, storedHash: string): boolean {
   const stored = Buffer.from(storedHash, 'hex');
   return presented.length === stored.length && timingSafeEqual(presented, stored);
 }
+
+const SEAL_SECRET = 'api-key-seal';
+const SEAL_VERSION = 'v1';
+/** Bound into every seal: a sealed value of another kind, under the same secret, never opens as a key. */
+const SEAL_CONTEXT = Buffer.from('teamchat api key v1');
+
+/** What a user row stores for a key: its hash for lookup, and the key sealed. */
+export interface IssuedApiKey {
+  apiKey: string;
+  apiKeyHash: string;
+  apiKeySealed: string;
+}
+
+/** Seals keys without waiting: for writers that issue many, or inside a transaction. */
+export type ApiKeySealer = (apiKey?: string) => IssuedApiKey;
+
+export async function apiKeySealer(prisma: Prisma): Promise<ApiKeySealer> {
+  const secret = await serverSecret(prisma, SEAL_SECRET);
+  return (apiKey = generateApiKey()) => {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', secret, iv);
+    cipher.setAAD(SEAL_CONTEXT);
+    const sealed = Buffer.concat([iv, cipher.update(apiKey, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return { apiKey, apiKeyHash: hashApiKey(apiKey), apiKeySealed: `${SEAL_VERSION}.${sealed.toString('base64url')}` };
+  };
+}
+
+/** The columns for `apiKey` (a new random key by default), as every place that gives out a key writes them. */
+export async function issueApiKey(prisma: Prisma, apiKey?: string): Promise<IssuedApiKey> {
+  return (await apiKeySealer(prisma))(apiKey);
+}
+
+/** The key a row holds, or null when it holds none that opens and matches its hash (a key issued before sealing). */
+export async function unsealApiKey(prisma: Prisma, row: { apiKeyHash: string; apiKeySealed: string | null }): Promise<string | null> {
+  const [version, payload] = row.apiKeySealed?.split('.') ?? [];
+  if (version !== SEAL_VERSION || !payload) return null;
+  const sealed = Buffer.from(payload, 'base64url');
+  if (sealed.length < 12 + 16 + 1) return null;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', await serverSecret(prisma, SEAL_SECRET), sealed.subarray(0, 12));
+    decipher.setAAD(SEAL_CONTEXT);
+    decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+    const apiKey = Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString('utf8');
+    return apiKeyMatches(apiKey, row.apiKeyHash) ? apiKey : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The account's current key, as fetch_api_key returns it (fetching does not change it). An account
+ * whose key predates sealing gets a new key here, once: its old one stops working.
+ */
+export async function currentApiKey(prisma: Prisma, userId: number): Promise<string> {
+  for (;;) {
+    const row = await prisma.user.findUniqueOrThrow({ where: { id: userId }, select: { apiKeyHash: true, apiKeySealed: true } });
+    const apiKey = await unsealApiKey(prisma, row);
+    if (apiKey) return apiKey;
+    const issued = await issueApiKey(prisma);
+    // Of two fetches at once, one replaces the key and the other reads (and returns) it.
+    const { count } = await prisma.user.updateMany({ where: { id: userId, apiKeyHash: row.apiKeyHash }, data: apiKeyColumns(issued) });
+    if (count === 1) return issued.apiKey;
+  }
+}
+
+/** Columns of a key for writing into a user row. */
+export const apiKeyColumns = ({ apiKeyHash, apiKeySealed }: IssuedApiKey) => ({ apiKeyHash, apiKeySealed });

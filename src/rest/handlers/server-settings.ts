@@ -10,11 +10,11 @@ export const ZULIP_VERSION = '12.0';
 /** Requests carry no organization (no subdomains here), so the realm fields describe the server. */
 export const serverSettings: PublicRestHandler = async ({ app }) =>
   successResponse({
-    // Only API keys (HTTP Basic) authenticate here; no login method is offered.
+    // E-mail address and password (fetch_api_key and the sign-in form); no other login method.
     authentication_methods: {
-      password: false,
+      password: true,
       dev: false,
-      email: false,
+      email: true,
       ldap: false,
       remoteuser: false,
       github: false,
@@ -31,7 +31,7 @@ export const serverSettings: PublicRestHandler = async ({ app }) =>
     zulip_merge_base: ZULIP_VERSION,
     push_notifications_enabled: false,
     is_incompatible: false,
-    email_auth_enabled: false,
+    email_auth_enabled: true,
     require_email_format_usernames: true,
     realm_url: app.config.serverUrl,
     realm_uri: app.config.serverUrl,

@@ -1,7 +1,7 @@
 // Secrets every server process shares (signing keys, the emoji file-name salt): created once in
 // the database by whichever process needs one first, then cached in memory.
 import { randomBytes } from 'node:crypto';
-import type { Prisma } from '../../db/database.js';
+import type { Prisma } from '../db/database.js';
 
 const cache = new WeakMap<Prisma, Map<string, Promise<Buffer>>>();
 
