@@ -8,7 +8,7 @@ import { graphql } from '../generated/gql.js';
 import { removeExpiredSessions } from '../../src/domain/auth/sessions.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
 import { callApi } from '../support/rest.js';
-import { givePassword, postForm, signIn, type SignedIn } from '../support/sessions.js';
+import { givePassword, PASSWORD, postForm, signIn, type SignedIn } from '../support/sessions.js';
 import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
@@ -172,6 +172,23 @@ describe('/graphql with the session', () => {
 
 describe('a session ends', () => {
   const stillIn = async (session: SignedIn) => (await callJson('/users/me', { cookie: session.cookie })).status;
+
+  test('a password change through /json/settings keeps that session and ends the user\'s others; a key regeneration ends none', async () => {
+    const { world, session } = await signedInWorld();
+    const other = await signIn(server.url, { username: world.users.member.email, realm: world.org.stringId });
+    const changed = await callJson('/settings', {
+      method: 'PATCH',
+      cookie: session.cookie,
+      csrfToken: session.csrfToken,
+      form: { old_password: PASSWORD, new_password: 'a renewed passphrase of mine' },
+    });
+    expect(changed).toMatchObject({ status: 200, body: { result: 'success', msg: '' } });
+    expect(await stillIn(session)).toBe(200);
+    expect(await stillIn(other)).toBe(401);
+    const regenerated = await callApi(server.url, 'POST', '/users/me/api_key/regenerate', { authorization: world.users.member.auth });
+    expect(regenerated.status).toBe(200);
+    expect(await stillIn(session)).toBe(200);
+  });
 
   test('after two weeks (and the minute\'s housekeeping removes it)', async () => {
     const { world, session } = await signedInWorld();
