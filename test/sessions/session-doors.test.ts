@@ -170,6 +170,43 @@ describe('/graphql with the session', () => {
   });
 });
 
+describe('uploads with the session', () => {
+  const upload = (path: string, session: SignedIn, headers: Record<string, string>, form: FormData) =>
+    fetch(`${server.url}${path}`, { method: 'POST', headers: { cookie: session.cookie, ...headers }, body: form });
+
+  test('a GraphQL multipart upload runs on the cookie (with the CSRF header every multipart request needs)', async () => {
+    const { world, session } = await signedInWorld();
+    const form = () => {
+      const data = new FormData();
+      data.append('operations', JSON.stringify({ query: 'mutation($file: File!) { uploadFile(file: $file) { __typename ... on UploadFileSuccess { attachment { name } } } }', variables: { file: null } }));
+      data.append('map', JSON.stringify({ 0: ['variables.file'] }));
+      data.append('0', new Blob(['hello'], { type: 'text/plain' }), 'hello.txt');
+      return data;
+    };
+    const files = () => server.app.prisma.attachment.count({ where: { ownerId: world.users.member.id, name: 'hello.txt' } });
+    expect((await upload('/graphql', session, {}, form())).status).toBe(403);
+    expect(await files()).toBe(0);
+    const answer = await upload('/graphql', session, { 'x-graphql-yoga-csrf': '1' }, form());
+    expect(await answer.json()).toEqual({ data: { uploadFile: { __typename: 'UploadFileSuccess', attachment: { name: 'hello.txt' } } } });
+    expect(await files()).toBe(1);
+  });
+
+  test('POST /json/user_uploads streams the file on the session, with its X-CSRFToken', async () => {
+    const { world, session } = await signedInWorld();
+    const form = () => {
+      const data = new FormData();
+      data.append('file', new Blob(['bytes'], { type: 'text/plain' }), 'notes.txt');
+      return data;
+    };
+    const refused = await upload('/json/user_uploads', session, {}, form());
+    expect(refused.status).toBe(403);
+    const accepted = await upload('/json/user_uploads', session, { 'x-csrftoken': session.csrfToken }, form());
+    expect(accepted.status).toBe(200);
+    expect(await accepted.json()).toMatchObject({ result: 'success', filename: 'notes.txt' });
+    expect(await server.app.prisma.attachment.count({ where: { ownerId: world.users.member.id, name: 'notes.txt' } })).toBe(1);
+  });
+});
+
 describe('a session ends', () => {
   const stillIn = async (session: SignedIn) => (await callJson('/users/me', { cookie: session.cookie })).status;
 
