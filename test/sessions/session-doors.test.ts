@@ -255,6 +255,20 @@ describe('a session ends', () => {
   });
 });
 
+test('a waiting GET /json/events is answered with 401 when its session signs out', async () => {
+  const { session } = await signedInWorld();
+  const registered = await callJson('/register', { method: 'POST', cookie: session.cookie, csrfToken: session.csrfToken, form: { event_types: '["realm_emoji"]' } });
+  expect(registered.status).toBe(200);
+  const queueId = registered.body.queue_id as string;
+  const waiting = callJson(`/events?${new URLSearchParams({ queue_id: queueId, last_event_id: '-1' })}`, { cookie: session.cookie });
+  // The poll waits (its queue says so) before the session ends.
+  await eventually(async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null, 15_000);
+  await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: session.csrfToken }, session.cookies);
+  const answer = await waiting;
+  expect(answer.status).toBe(401);
+  expect(answer.body).toEqual(NOT_LOGGED_IN);
+});
+
 const EmojiChanges = graphql(`
   subscription SessionEmojiChanges {
     customEmojiChanged {
