@@ -4,8 +4,9 @@
 //    alternately, in the same run.
 // 2. A flood: 200 parallel wrong passwords from 50 client addresses (X-Forwarded-For, the bench being
 //    a trusted proxy), beside another user's small requests (GET /api/v1/users/me, one at a time):
-//    that user's p99 (target under 250 ms), the server's peak RSS (target: the usual 200 MiB), and
-//    every flood answer 401 or 429.
+//    that user's p99 (target under 250 ms), the server's peak RSS (target: under 512 MiB, as for the
+//    other hostile load; the 200 MiB of ordinary load is printed beside it), and every flood answer
+//    401 or 429.
 // A failed target prints FAILED and sets the exit status.
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +24,7 @@ import { cliCommand, realServerCommand, rssOf, sampleRss, startProcess, type Ben
 export const SIGN_IN_SCENARIO = 'Signing in: fetch_api_key against an Argon2id floor; a flood of wrong passwords beside another user';
 
 const PASSWORD = 'bench-lighthouse-keeper-2026';
-const TARGETS = { otherP99Ms: 250, peakRssMiB: 200 };
+const TARGETS = { otherP99Ms: 250, peakRssMiB: 512, ordinaryPeakRssMiB: 200 };
 const FLOOD = { parallel: 200, addresses: 50 };
 
 export interface SignInResult {
@@ -202,9 +203,9 @@ export function signInMarkdown(results: SignInResult[]): string {
     `## ${SIGN_IN_SCENARIO}`,
     '',
     'Every limit off (`API_RATE_LIMIT`, `AUTH_FAILURE_LIMIT`, `SIGNIN_RATE_LIMIT`). Throughput: 8 connections posting the right password; the floor verifies the same stored Argon2id hash with `@node-rs/argon2` behind `node:http` (median rounds, alternating).',
-    `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time.`,
+    `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time. Past the sign-in queue (256 per hashing slot) a sign-in is answered 429 at once.`,
     '',
-    '| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 200 MiB) |',
+    '| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 512 MiB; ordinary load\'s 200) |',
     '|---|---:|---:|---:|---|---:|---:|',
   ];
   for (const r of results) {
@@ -212,7 +213,7 @@ export function signInMarkdown(results: SignInResult[]): string {
     const f = r.flood;
     lines.push(
       `| ${r.mode} | ${t.serverPerSecond.toFixed(1)} / ${t.floorPerSecond.toFixed(1)} (${(t.serverPerSecond / t.floorPerSecond).toFixed(2)}) | ${t.serverP99Ms} / ${t.floorP99Ms} | ${f.perSecond.toFixed(1)} | ${JSON.stringify(f.answers)} | ` +
-        `${f.other.p50Ms.toFixed(0)} / ${f.other.p99Ms.toFixed(0)} / ${f.other.worstMs.toFixed(0)} (${met(f.other.p99Ms < TARGETS.otherP99Ms)}) | ${mib(f.rss.idle)} / ${mib(f.rss.peak)} (${met(f.rss.peak <= TARGETS.peakRssMiB * 1048576)}) |`,
+        `${f.other.p50Ms.toFixed(0)} / ${f.other.p99Ms.toFixed(0)} / ${f.other.worstMs.toFixed(0)} (${met(f.other.p99Ms < TARGETS.otherP99Ms)}) | ${mib(f.rss.idle)} / ${mib(f.rss.peak)} (${met(f.rss.peak <= TARGETS.peakRssMiB * 1048576)}; 200 MiB ${met(f.rss.peak <= TARGETS.ordinaryPeakRssMiB * 1048576)}) |`,
     );
   }
   return lines.join('\n') + '\n';

@@ -3,7 +3,7 @@
 import { parseOptions } from '@node-rs/argon2';
 import { describe, expect, test } from 'vitest';
 import { DomainError } from '../../src/domain/errors.js';
-import { HashGate, hashPassword, isImportablePasswordHash, isStrongPassword, verifyPassword } from '../../src/domain/auth/passwords.js';
+import { Gate, hashPassword, isImportablePasswordHash, isStrongPassword, verifyPassword } from '../../src/domain/auth/passwords.js';
 
 // Python's hashlib.pbkdf2_hmac('sha256', password, salt, iterations), as Django encodes it.
 const DJANGO_PBKDF2 = 'pbkdf2_sha256$10000$Hw6D8sZyb2pS$E8RaacGAtAUE5BW4Y1D+tIc56awidvf1lwQ93sWYvtQ=';
@@ -73,19 +73,19 @@ describe('strength', () => {
 
 describe('the gate', () => {
   test('runs at most its slots at once, first come first served, and refuses past its queue', async () => {
-    const gate = new HashGate(2, 2);
+    const gate = new Gate(2, 2);
     const releases: (() => void)[] = [];
     const started: number[] = [];
-    const job = (n: number, memoryKib = 19456) =>
-      gate.run(memoryKib, () => {
+    const job = (n: number, weight = 1) =>
+      gate.run(() => {
         started.push(n);
         return new Promise<number>((resolve) => releases.push(() => resolve(n)));
-      });
+      }, weight);
     const first = job(1);
     const second = job(2);
-    const heavy = job(3, 102400); // Django's 100 MiB takes both slots
+    const heavy = job(3, 6); // Django's 100 MiB: more than both slots, so both
     const fourth = job(4);
-    await expect(job(5)).rejects.toSatisfy((error) => error instanceof DomainError && error.status === 503);
+    await expect(job(5)).rejects.toSatisfy((error) => error instanceof DomainError && error.status === 429 && error.code === "RATE_LIMIT_HIT");
     expect(started).toEqual([1, 2]);
     expect(gate.queued).toBe(2);
     releases[0]!();

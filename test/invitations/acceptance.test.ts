@@ -24,8 +24,8 @@ const open = async (key: string) => {
   const response = await fetch(link(key));
   return { status: response.status, type: response.headers.get('content-type'), body: await response.text() };
 };
-const submit = async (key: string, fullName: string) => {
-  const response = await fetch(link(key), { method: 'POST', body: new URLSearchParams({ full_name: fullName, password: 'lighthouse-keeper-42' }) });
+const submit = async (key: string, fullName: string, password = 'lighthouse-keeper-42') => {
+  const response = await fetch(link(key), { method: 'POST', body: new URLSearchParams({ full_name: fullName, password }) });
   return { status: response.status, body: await response.text() };
 };
 const apiKeyOn = (page: string) => /<code id="api-key">([A-Za-z0-9]{32})<\/code>/.exec(page)?.[1];
@@ -193,6 +193,26 @@ test('the form escapes everything and re-asks for a bad name without creating an
   expect(echoed.body).toContain('value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"');
   expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: invitation.email } })).toBe(0);
   expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).status).toBe('PENDING');
+});
+
+test('the form asks for a password; a weak one (or none) shows the form again with 200 and creates nothing; the password then signs in', async () => {
+  const world = await createWorld(server.app.prisma);
+  const invitation = await createInvitation(server, world, { email: uniqueEmail('weak') });
+  const form = await open(invitation.confirmationKey);
+  expect(form.body).toContain('<input id="password" name="password" type="password" required minlength="6" maxlength="100" autocomplete="new-password">');
+  for (const weak of ['', 'abc', 'password123', 'x7#Qp', 'Zq9!'.repeat(25) + 'x']) {
+    const refused = await submit(invitation.confirmationKey, 'Wendy Weak', weak);
+    expect({ weak, status: refused.status, error: errorOn(refused.body) }).toEqual({ weak, status: 200, error: 'The password is too weak.' });
+    expect(refused.body).toContain('value="Wendy Weak"');
+    if (weak) expect(refused.body).not.toContain(weak);
+  }
+  expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: invitation.email } })).toBe(0);
+  expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).status).toBe('PENDING');
+
+  const created = await submit(invitation.confirmationKey, 'Wendy Weak', 'Wendy-lighthouse-2026');
+  expect(created.status).toBe(200);
+  const fetched = await fetch(`${server.url}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: invitation.email, password: 'Wendy-lighthouse-2026' }) });
+  expect(await fetched.json()).toMatchObject({ result: 'success', api_key: apiKeyOn(created.body), email: invitation.email });
 });
 
 test('a double submit creates one account; the second submit is told the link was used', async () => {

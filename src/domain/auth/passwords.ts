@@ -66,16 +66,17 @@ function isCurrent(stored: string): boolean {
   return options.memoryCost === ARGON2ID.memoryCost && options.timeCost === ARGON2ID.timeCost && options.parallelism === ARGON2ID.parallelism;
 }
 
-/** A hash or verification could not even wait its turn: the callers answer 503. */
+/** A hash or a sign-in could not even wait its turn: the reference's 429 (a sign-in form shows it as too many attempts). */
 export const passwordCheckBusy = () =>
-  new DomainError('The server is busy checking passwords; try again in a moment.', { status: 503, headers: { 'Retry-After': '1' } });
+  new DomainError('API usage exceeded rate limit', { code: 'RATE_LIMIT_HIT', status: 429, data: { 'retry-after': 1 }, headers: { 'Retry-After': '1' } });
 
 /**
- * A semaphore weighted by memory: one OWASP hash takes one slot, a larger Django hash several (up to
- * all of them), so what verifications hold at once stays under `slots` x 19 MiB. Waiters beyond
- * `maxWaiting` are refused at once rather than queued without end.
+ * A weighted semaphore with a bounded queue: waiters beyond `maxWaiting` are refused at once (429)
+ * rather than queued without end. Weights let the password gate below count memory: one OWASP hash
+ * takes one slot, a larger Django hash several (up to all of them), so what verifications hold at
+ * once stays under `slots` x 19 MiB.
  */
-export class HashGate {
+export class Gate {
   private free: number;
   private readonly waiting: { weight: number; start: () => void }[] = [];
 
@@ -86,8 +87,8 @@ export class HashGate {
     this.free = slots;
   }
 
-  async run<T>(memoryKib: number, work: () => Promise<T>): Promise<T> {
-    const weight = Math.min(this.slots, Math.max(1, Math.ceil(memoryKib / ARGON2ID.memoryCost!)));
+  async run<T>(work: () => Promise<T>, requestedWeight = 1): Promise<T> {
+    const weight = Math.min(this.slots, Math.max(1, requestedWeight));
     await this.acquire(weight);
     try {
       return await work();
@@ -123,21 +124,25 @@ export class HashGate {
 
 /**
  * Hashes at once: the cores, but at most one fewer than libuv's thread pool (UV_THREADPOOL_SIZE,
- * default 4), which file reads and writes share. 500 waiting requests at most (about 5 s of them on
- * two cores): a flood of 200 parallel sign-ins waits its turn, a larger one gets 503s.
+ * default 4), which file reads and writes share. 32 waiting per slot at most; sign-ins reach this
+ * gate only through their own admission (src/domain/auth/sign-in.ts), which keeps them under it.
  */
 const threadPool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-export const passwordGate = new HashGate(Math.max(1, Math.min(availableParallelism(), threadPool - 1)), 500);
+export const HASH_SLOTS = Math.max(1, Math.min(availableParallelism(), threadPool - 1));
+export const passwordGate = new Gate(HASH_SLOTS, 32 * HASH_SLOTS);
+
+/** A hash's share of the gate: its memory in OWASP hashes. */
+const weightOf = (memoryKib: number) => Math.ceil(memoryKib / ARGON2ID.memoryCost!);
 
 export function hashPassword(password: string): Promise<string> {
-  return passwordGate.run(ARGON2ID.memoryCost!, () => hash(password, ARGON2ID));
+  return passwordGate.run(() => hash(password, ARGON2ID));
 }
 
 const pbkdf2Async = promisify(pbkdf2);
 
 async function verifyFormat(format: HashFormat, password: string): Promise<boolean> {
-  if (format.kind === 'argon2id') return passwordGate.run(format.memoryKib, () => verify(format.phc, password));
-  const digest = await passwordGate.run(ARGON2ID.memoryCost!, () => pbkdf2Async(password, format.salt, format.iterations, 32, 'sha256'));
+  if (format.kind === 'argon2id') return passwordGate.run(() => verify(format.phc, password), weightOf(format.memoryKib));
+  const digest = await passwordGate.run(() => pbkdf2Async(password, format.salt, format.iterations, 32, 'sha256'));
   return timingSafeEqual(digest, format.digest);
 }
 

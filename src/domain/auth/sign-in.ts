@@ -6,7 +6,7 @@ import type { Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
 import type { Actor } from './authenticate.js';
-import { hashPassword, isStrongPassword, verifyPassword } from './passwords.js';
+import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, verifyPassword, type Verification } from './passwords.js';
 import { signInCounterKey } from './rate-limit.js';
 
 export const WRONG_CREDENTIALS = 'Your username or password is incorrect';
@@ -55,6 +55,28 @@ async function findAccount(prisma: Prisma, emailKey: string, realm: string | und
 }
 
 /**
+ * Sign-ins checked at once: twice the hashing slots, so that the hashes never wait for another
+ * sign-in's statements. The rest wait their turn holding no database connection, so a flood of
+ * sign-ins takes at most this many of the pool's connections. Up to 256 per hashing slot wait (a few
+ * seconds of work): a waiting request costs the event loop nothing, whereas one answered at once is
+ * sent again at once by a flooding client; past them the answer is 429 at once.
+ */
+const signInAdmission = new Gate(2 * HASH_SLOTS, 256 * HASH_SLOTS);
+
+/** One more attempt counted for the address, the account it names, and its password verified (a dummy hash without one). */
+async function checkPassword(app: AppContext, emailKey: string, input: PasswordSignIn): Promise<{ account: AccountRow; verification: Verification }> {
+  await app.rateLimiter.signInAttempt(emailKey);
+  const account = await findAccount(app.prisma, emailKey, input.realm);
+  const storedHash = account && !account.isBot ? account.passwordHash : null;
+  const verification = await verifyPassword(storedHash, input.password);
+  if (!account || !verification.valid) {
+    await app.rateLimiter.failure(input.clientAddress);
+    throw authenticationFailed();
+  }
+  return { account, verification };
+}
+
+/**
  * Checks in signin.md's order: the address's form, the rate limits (the client address's lockout,
  * then one more attempt counted for the address), then the password, verified in every case (a
  * dummy hash for an unknown address, a bot or an account without a password) so that nothing tells
@@ -64,17 +86,10 @@ export async function signInWithPassword(app: AppContext, input: PasswordSignIn)
   if (!isValidEmailSyntax(input.username)) throw new DomainError('Enter a valid email address.');
   const emailKey = input.username.toLowerCase();
   await app.rateLimiter.refuseLockedOutAddress(input.clientAddress);
-  await app.rateLimiter.signInAttempt(emailKey);
-  const account = await findAccount(app.prisma, emailKey, input.realm);
-  const storedHash = account && !account.isBot ? account.passwordHash : null;
-  const verification = await verifyPassword(storedHash, input.password);
-  if (!account || !verification.valid) {
-    await app.rateLimiter.failure(input.clientAddress);
-    throw authenticationFailed();
-  }
+  const { account, verification } = await signInAdmission.run(() => checkPassword(app, emailKey, input));
   if (account.organizationDeactivated) throw realmDeactivated();
   if (!account.isActive) throw userDeactivated();
-  if (verification.upgradedHash) await replaceHash(app.prisma, account.id, storedHash!, verification.upgradedHash);
+  if (verification.upgradedHash) await replaceHash(app.prisma, account.id, account.passwordHash!, verification.upgradedHash);
   await app.rateLimiter.clearSignInAttempts(emailKey);
   const { isActive: _active, passwordHash: _hash, organizationDeactivated: _deactivated, ...actor } = account;
   return actor;
