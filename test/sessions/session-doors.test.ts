@@ -313,6 +313,14 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
     expect(await deactivated.next()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
   });
 
+  test('ends when its session expires and the housekeeping removes it', async () => {
+    const { world, session } = await signedInWorld();
+    const subscription = await follow(session);
+    await runOnTestDatabase(`UPDATE user_session SET "expiresAt" = now() AT TIME ZONE 'UTC' - interval '1 second' WHERE "userId" = $1`, [world.users.member.id]);
+    await removeExpiredSessions(server.app.sql);
+    expect(await subscription.next()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+  });
+
   test('follows a regenerated key: a later deactivation still ends it', async () => {
     const { world, session } = await signedInWorld();
     const subscription = await follow(session);
