@@ -13,16 +13,15 @@ export interface ServerFacts {
 export function startupBanner({ baseUrl, mailDestination, database }: ServerFacts, demo: DemoOutcome): string {
   return [
     `Server listening on ${baseUrl}`,
+    `  Sign in:   ${baseUrl}/accounts/login/?next=%2Fgraphql   (then GraphiQL runs as you)`,
     `  GraphiQL:  ${baseUrl}/graphql`,
     `  REST base: ${baseUrl}/api/v1`,
     `  Database:  ${database}`,
     ...(mailDestination ? [`  E-mail:    ${mailDestination}`] : []),
     '',
-    ...(demo.created ? demoCreated(baseUrl, demo) : demoSkipped(demo)),
+    ...(demo.created ? demoCreated(baseUrl, demo) : demoSkipped(baseUrl, demo)),
   ].join('\n');
 }
-
-export const basicAuthorization = ({ email, apiKey }: Credentials) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
 
 const account = ({ email, apiKey, password }: Credentials) => `${email.padEnd(28)}API key: ${apiKey}   password: ${password}`;
 
@@ -38,21 +37,22 @@ function demoCreated(baseUrl: string, demo: Extract<DemoOutcome, { created: true
     `  npm run cli -- reset-api-key --org ${demo.stringId} --email <address>`,
     `  npm run cli -- set-password --org ${demo.stringId} --email <address>   (reads the password from standard input)`,
     '',
+    `Try it in a browser: sign in at ${baseUrl}/accounts/login/?next=%2Fgraphql as ${owner.email}`,
+    '  with the password above; GraphiQL then runs { me { email role } } as you, nothing to paste.',
     'Try the REST API:',
     `  curl -u ${member.email}:${member.apiKey} ${baseUrl}/api/v1/attachments`,
-    'Try GraphiQL: open the Headers tab and paste',
-    `  {"Authorization": "${basicAuthorization(owner)}"}`,
-    '  then run { me { email role } }',
   ];
 }
 
-function demoSkipped(demo: Extract<DemoOutcome, { created: false }>): string[] {
+function demoSkipped(baseUrl: string, demo: Extract<DemoOutcome, { created: false }>): string[] {
   const org = demo.example?.stringId ?? '<string_id>';
   const email = demo.example?.ownerEmail ?? '<email>';
   return [
     `The database already holds ${demo.organizations} organization(s): the demo organization was not created.`,
-    'To get credentials, give a user a new API key (the old one stops working):',
+    `Sign in at ${baseUrl}/accounts/login/ (a forgotten password: ${baseUrl}/accounts/password/reset/).`,
+    'To get credentials, give a user a password, or a new API key (the old one stops working):',
     '  npm run cli -- list-organizations',
+    `  npm run cli -- set-password --org ${org} --email ${email}   (reads the password from standard input)`,
     `  npm run cli -- reset-api-key --org ${org} --email ${email}`,
   ];
 }

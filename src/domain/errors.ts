@@ -12,8 +12,8 @@ export type ErrorCode =
   | 'REALM_UPLOAD_QUOTA'
   | 'BAD_IMAGE';
 
-/** Codes of the REST events API only (GraphQL has no queues). */
-export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID';
+/** Codes of the REST API only (GraphQL has no queues, and its own CSRF rule). */
+export type RestOnlyErrorCode = 'BAD_EVENT_QUEUE_ID' | 'CSRF_FAILED';
 
 /** Codes of signing in (signin.md section 1), which only the REST door and the sign-in pages offer. */
 export type SignInErrorCode = 'AUTHENTICATION_FAILED' | 'USER_DEACTIVATED' | 'REALM_DEACTIVATED';

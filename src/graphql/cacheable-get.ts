@@ -1,11 +1,11 @@
 // GET answers of /graphql (queries only: Yoga refuses mutations over GET), most usefully those naming a
 // persisted document by hash. They depend on the caller's Authorization (and on Accept, which picks
-// the media type), so shared caches must not keep them; the caller's browser may, and revalidates each
+// the media type) or its session cookie, so shared caches must not keep them; the caller's browser may, and revalidates each
 // use with the ETag (304 Not Modified when the answer is the same, which saves its transfer).
 import { createHash } from 'node:crypto';
 
 export const CACHEABLE = 'private, no-cache';
-const VARY = 'Authorization, Accept';
+const VARY = 'Authorization, Cookie, Accept';
 
 const etagOf = (body: string) => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
 

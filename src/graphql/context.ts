@@ -2,6 +2,7 @@
 import type { AppContext } from '../app-context.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
+import type { Credentials } from '../domain/auth/held-credentials.js';
 import type { DomainError } from '../domain/errors.js';
 import { Loaders } from './loaders.js';
 
@@ -11,7 +12,7 @@ export interface Caller {
   actor: Actor | null;
   authError: DomainError | null;
   /** The credentials the actor authenticated with (a subscription checks them again as they change). */
-  authorization: string | null;
+  credentials: Credentials | null;
 }
 
 export interface GraphQLContext extends Caller {
@@ -19,7 +20,7 @@ export interface GraphQLContext extends Caller {
   loaders: Loaders;
 }
 
-export const anonymousCaller = (): Caller => ({ actor: null, authError: null, authorization: null });
+export const anonymousCaller = (): Caller => ({ actor: null, authError: null, credentials: null });
 
 export function newContext(app: AppContext, caller: Caller): GraphQLContext {
   return { app, ...caller, loaders: new Loaders(app) };

@@ -15,13 +15,14 @@ const RENDERER = '@graphql-yoga/render-graphiql';
 export const wantsGraphiQL = (request: Request) => request.method === 'GET' && Boolean(request.headers.get('accept')?.includes('text/html'));
 
 /** Renders in a worker thread; resolves once both files exist (written under temporary names, then renamed). */
-function renderInWorker(rendererUrl: string, options: object, path: string): Promise<void> {
+function renderInWorker(rendererUrl: string, options: object, beforeRoot: string, path: string): Promise<void> {
   const source = `
     const { workerData } = require('node:worker_threads');
     const { writeFileSync, renameSync } = require('node:fs');
     const { gzipSync } = require('node:zlib');
     import(workerData.rendererUrl).then(({ renderGraphiQL }) => {
-      const html = Buffer.from(renderGraphiQL(workerData.options));
+      const page = renderGraphiQL(workerData.options).replace('<div id="root"></div>', () => workerData.beforeRoot + '<div id="root"></div>');
+      const html = Buffer.from(page);
       const suffix = '.' + process.pid + '.' + Date.now();
       writeFileSync(workerData.path + suffix, html);
       writeFileSync(workerData.path + '.gz' + suffix, gzipSync(html, { level: 9 }));
@@ -29,24 +30,27 @@ function renderInWorker(rendererUrl: string, options: object, path: string): Pro
       renameSync(workerData.path + suffix, workerData.path);
     });`;
   return new Promise((resolve, reject) => {
-    const worker = new Worker(source, { eval: true, workerData: { rendererUrl, options, path } });
+    const worker = new Worker(source, { eval: true, workerData: { rendererUrl, options, beforeRoot, path } });
     worker.once('error', reject);
     worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`GraphiQL rendering exited with ${code}`))));
   });
 }
 
-/** A request handler serving the page rendered with `options`, gzip-compressed when the client accepts it. */
-export function graphiqlPage(options: object, dataDir: string): (request: Request) => Promise<Response> {
+/**
+ * A request handler serving the page rendered with `options` (and `beforeRoot`'s markup above
+ * GraphiQL's root element), gzip-compressed when the client accepts it.
+ */
+export function graphiqlPage(options: object, dataDir: string, beforeRoot = ''): (request: Request) => Promise<Response> {
   const rendererUrl = import.meta.resolve(RENDERER);
-  // The renderer's location names its version; with the options it names the page.
-  const key = createHash('sha256').update(rendererUrl).update(JSON.stringify(options)).digest('hex').slice(0, 16);
+  // The renderer's location names its version; with the options and the markup it names the page.
+  const key = createHash('sha256').update(rendererUrl).update(JSON.stringify(options)).update(beforeRoot).digest('hex').slice(0, 16);
   const directory = join(dataDir, 'cache');
   const path = join(directory, `graphiql-${key}.html`);
   let rendered: Promise<void> | undefined;
   const ready = () =>
     (rendered ??= stat(path).then(
       () => undefined,
-      () => mkdir(directory, { recursive: true }).then(() => renderInWorker(rendererUrl, options, path)),
+      () => mkdir(directory, { recursive: true }).then(() => renderInWorker(rendererUrl, options, beforeRoot, path)),
     ).catch((error) => {
       rendered = undefined;
       throw error;

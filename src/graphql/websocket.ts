@@ -1,15 +1,17 @@
 // GraphQL over WebSocket (the graphql-ws protocol, what Apollo Client and urql speak) on the HTTP
 // port and path of /graphql, through Yoga's own pipeline (getEnveloped): the same limits, plugins and
-// error masking as over HTTP. Credentials come in the connection_init payload's Authorization and
-// are checked again for each operation (a deactivated user's connection runs nothing more); a
-// browser's handshake must come from an origin that CORS allows.
+// error masking as over HTTP. Credentials come in the connection_init payload's Authorization, or
+// else are the browser's session cookie sent with the handshake, and are checked again for each
+// operation (a deactivated user's connection runs nothing more); a browser's handshake must come
+// from an origin that CORS allows.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { AppContext } from '../app-context.js';
-import type { GraphQLHandler } from './yoga.js';
+import { sessionTokenInCookies } from '../http/cookies.js';
+import type { GraphQLHandler, OfferedCredentials } from './yoga.js';
 import { identifyCaller } from './yoga.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -27,7 +29,7 @@ export interface WebSocketOptions {
 type Enveloped = ReturnType<GraphQLHandler['getEnveloped']>;
 
 /** What a connection keeps besides its socket and handshake request. */
-type ConnectionState = { authorization: string };
+type ConnectionState = { credentials: OfferedCredentials };
 
 const authorizationOf = (params: Record<string, unknown> | undefined) => {
   const value = params?.Authorization ?? params?.authorization;
@@ -52,15 +54,15 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
   const serving = useServer<Record<string, unknown>, ConnectionState>(
     {
       onConnect: async ({ connectionParams, extra }) => {
-        const authorization = authorizationOf(connectionParams);
-        const caller = await identifyCaller(app, authorization, options.clientAddress(extra.request));
+        const credentials = { authorization: authorizationOf(connectionParams), sessionToken: sessionTokenInCookies(extra.request.headers.cookie, app.config.serverUrl) };
+        const caller = await identifyCaller(app, credentials, options.clientAddress(extra.request));
         if (!caller.actor) return false;
-        extra.authorization = authorization!;
+        extra.credentials = credentials;
         return true;
       },
       onSubscribe: async ({ extra }, _id, params) => {
         const clientAddress = options.clientAddress(extra.request);
-        const caller = await identifyCaller(app, extra.authorization ?? null, clientAddress);
+        const caller = await identifyCaller(app, extra.credentials ?? { authorization: null, sessionToken: undefined }, clientAddress);
         const query = graphql.webSocketDocument(caller, params);
         if (typeof query !== 'string') return [query];
         const enveloped = graphql.getEnveloped({ caller, clientAddress, params: { ...params, query }, request: extra.request });

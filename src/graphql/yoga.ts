@@ -5,9 +5,10 @@ import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
-import { authenticateRequest } from '../domain/auth/authenticate.js';
+import { authenticateRequest, authenticateSession } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { isAdministrator } from '../domain/users/roles.js';
+import { sessionTokenOf } from '../http/cookies.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
@@ -20,9 +21,31 @@ import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } 
 import { requestError } from './schema/errors.js';
 import { schema } from './schema/index.js';
 
+/** The document GraphiQL opens on: this API's own, run as whoever is signed in. */
+export const GRAPHIQL_EXAMPLE = `# The team chat administration API. Signed in (see the bar above), these run as you:
+# put the cursor in one and press Ctrl-Enter. A program sends
+# Authorization: Basic base64(email:api_key) instead (the Headers tab below).
+
+query Overview {
+  me { email fullName role }
+  attachments { uploadSpaceUsed attachments { name size createTime } }
+  invitableChannels { id name isDefault }
+}
+
+subscription EmojiChanges {
+  customEmojiChanged { change emoji { name deactivated author { email } } }
+}
+`;
+
 export const GRAPHIQL_OPTIONS = {
   title: 'Team chat administration API',
-  headers: JSON.stringify({ Authorization: 'Basic <base64 of email:api_key>' }),
+  defaultQuery: GRAPHIQL_EXAMPLE,
+  // A signed-in browser's cookie goes with every request (fetch and Server-Sent Events alike), and
+  // Yoga's CSRF header with every one the page sends.
+  credentials: 'same-origin',
+  additionalHeaders: { 'x-graphql-yoga-csrf': 'graphiql' },
+  // Empty, but open: where a program's Authorization header would go.
+  defaultEditorToolsVisibility: 'headers',
   shouldPersistHeaders: true,
 };
 
@@ -36,11 +59,20 @@ export interface ServerContext {
   clientAddress: string;
 }
 
-/** The caller of an Authorization header (HTTP's, or a WebSocket's connection_init payload's). */
-export async function identifyCaller(app: AppContext, header: string | null, clientAddress: string): Promise<Caller> {
-  if (!header) return anonymousCaller();
+/** What a request may authenticate with: an Authorization header (HTTP's, or a WebSocket's connection_init payload's), or a browser session's cookie. */
+export interface OfferedCredentials {
+  authorization: string | null;
+  sessionToken: string | undefined;
+}
+
+/** The caller of the offered credentials; an Authorization header goes before the session cookie. */
+export async function identifyCaller(app: AppContext, offered: OfferedCredentials, clientAddress: string): Promise<Caller> {
+  const { authorization, sessionToken } = offered;
   try {
-    return { actor: await authenticateRequest(app, header, clientAddress), authError: null, authorization: header };
+    if (authorization) return { actor: await authenticateRequest(app, authorization, clientAddress), authError: null, credentials: { authorization } };
+    if (!sessionToken) return anonymousCaller();
+    const session = await authenticateSession(app, sessionToken, clientAddress);
+    return { actor: session.actor, authError: null, credentials: { sessionToken, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash } };
   } catch (error) {
     if (error instanceof DomainError) return { ...anonymousCaller(), authError: error };
     throw error;
@@ -186,7 +218,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(request: Request, clientAddress: string): Promise<Response> {
       if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller(), clientAddress });
-      const response = await yoga.fetch(request, { caller: await identifyCaller(app, request.headers.get('authorization'), clientAddress), clientAddress });
+      const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
+      const response = await yoga.fetch(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

@@ -1,4 +1,5 @@
-// The HTTP application: GraphQL, the REST compatibility layer, the invitation acceptance pages,
+// The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
+// sessions), the sign-in, password reset and invitation acceptance pages,
 // health check and probes, JSON 404s; a request id, the client's address and one log line per
 // request; JSON 503s while the database is unreachable.
 import type { IncomingMessage } from 'node:http';
@@ -7,18 +8,21 @@ import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
+import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
 import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
-import { API_PREFIX, dispatchRest, streamsBody } from '../rest/dispatch.js';
+import { API_PREFIX, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { clientAddressOf } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
+import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
+import { mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 import { memoryBudgetOf } from './memory-budget.js';
 
@@ -67,8 +71,13 @@ const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
     headers: { 'Content-Type': 'application/json', 'Retry-After': String(RETRY_AFTER_SECONDS) },
   });
 
-/** Acceptance keys are secrets: their paths are logged as the route. */
-const loggedPath = (path: string) => (path.startsWith('/accounts/do_confirm/') ? ACCEPTANCE_PATH : path);
+const RESET_LINK = /^\/accounts\/password\/reset\/[^/]+\/[^/]+\/$/;
+
+/** Acceptance keys and password reset tokens are secrets: their paths are logged as the route. */
+function loggedPath(path: string): string {
+  if (path.startsWith('/accounts/do_confirm/')) return ACCEPTANCE_PATH;
+  return RESET_LINK.test(path) && path !== RESET_DONE_PATH ? RESET_LINK_PATH : path;
+}
 
 const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
 
@@ -84,7 +93,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const log = app.log ?? processLogger;
   const database = status ?? new DatabaseStatus(app.sql, log);
   const graphql = createGraphQLHandler(app, database);
-  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir);
+  const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
   const memory = memoryBudgetOf(app);
 
@@ -127,12 +136,15 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
+  http.use(`${JSON_PREFIX}/*`, crossOrigin);
   // While the database is known to be down, answer at once rather than wait on connections.
   const refuse = (answer: () => Response) => {
     database.noteRefused();
     return answer();
   };
-  http.use(`${API_PREFIX}/*`, async (c, next) => (database.down ? refuse(unavailableResponse) : next()));
+  const unavailableAtOnce: MiddlewareHandler = async (c, next) => (database.down ? refuse(unavailableResponse) : next());
+  http.use(`${API_PREFIX}/*`, unavailableAtOnce);
+  http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
   http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));
   // The state only, to anyone: where the database is and what its driver said go to the log.
   http.get('/health', async () => ((await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableStateResponse()));
@@ -152,8 +164,12 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const metrics = app.metrics && app.config.metrics.token ? metricsEndpoint(app.metrics, app.config.metrics.token) : null;
   if (metrics) http.get(METRICS_PATH, (c) => metrics(c.req.raw));
   mountAcceptancePages(http, app);
+  mountSignInPages(http, app);
+  mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
+  const jsonDoor = sessionDoor(app.config.serverUrl);
+  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database, door: jsonDoor }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error) => {
     const unavailable = database.noteFailure(error);

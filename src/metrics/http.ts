@@ -2,7 +2,7 @@
 // label's values stay few, and acceptance keys and file tokens in paths are secrets), method, status.
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
-import { API_PREFIX, type RestRoute } from '../rest/dispatch.js';
+import { API_PREFIX, JSON_PREFIX, type RestRoute } from '../rest/dispatch.js';
 import type { Door, ServerMetrics } from './metrics.js';
 
 /** The route of a request no route answered (404s, or a middleware's early answer). */
@@ -40,10 +40,16 @@ function doorOf(route: string): Door {
 export function httpMetrics(metrics: ServerMetrics, restRoutes: RestRoute[]): MiddlewareHandler {
   const templates = restRoutes.map((route) => ({ pattern: route.pattern, template: restTemplate(route.pattern) }));
   const restRoute = (path: string) => templates.find((route) => route.pattern.test(path.slice(API_PREFIX.length)))?.template ?? UNMATCHED;
+  // The /json twin of a route has the same template under /json.
+  const jsonRoute = (path: string) => {
+    const template = templates.find((route) => route.pattern.test(path.slice(JSON_PREFIX.length)))?.template;
+    return template ? `${JSON_PREFIX}${template.slice(API_PREFIX.length)}` : UNMATCHED;
+  };
   const doorAndRoute = (c: Context): [Door, string] => {
     const path = c.req.path;
     if (path === '/graphql') return ['graphql', path];
     if (path.startsWith(`${API_PREFIX}/`)) return ['rest', restRoute(path)];
+    if (path.startsWith(`${JSON_PREFIX}/`)) return ['rest', jsonRoute(path)];
     const route = answeringRoute(c);
     return [doorOf(route), route];
   };

@@ -1,8 +1,13 @@
-// Method dispatch for /api/v1 (behaviour.md 1.2 and 2): route match, OPTIONS and 405 before any
-// authentication, then Basic auth, then the handler. Every failure becomes the JSON envelope.
+// Method dispatch for /api/v1 (behaviour.md 1.2 and 2) and its /json twin (signin.md section 4): one
+// routing table, two doors that differ only in how they authenticate. Route match, OPTIONS and 405
+// before any authentication, then the door's credentials (Basic at /api/v1; the session cookie and,
+// for methods that change state, its CSRF token at /json), then the handler. Every failure becomes
+// the JSON envelope.
 import type { AppContext } from '../app-context.js';
-import { authenticateRequest, notLoggedIn } from '../domain/auth/authenticate.js';
+import { authenticateRequest, authenticateSession, notLoggedIn, sessionRequired, type Actor } from '../domain/auth/authenticate.js';
+import type { Credentials } from '../domain/auth/held-credentials.js';
 import { DomainError } from '../domain/errors.js';
+import { csrfFailure, sessionTokenOf } from '../http/cookies.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
 import { logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
@@ -19,9 +24,52 @@ export interface RestRoute {
   publicMethods?: Partial<Record<Method, PublicRestHandler>>;
   /** Methods whose handler reads the (multipart) body itself as it streams in; parameters then come from the query. */
   streamsBody?: Method[];
+  /** Served at /api/v1 only, never to a browser session at /json (signin.md section 4). */
+  apiOnly?: true;
 }
 
 export const API_PREFIX = '/api/v1';
+export const JSON_PREFIX = '/json';
+
+/** How a door knows its caller: an actor and the credentials it held, or an answer instead (a redirect). */
+type Authenticated = { actor: Actor; credentials: Credentials } | Response;
+
+export interface Door {
+  prefix: string;
+  serves(route: RestRoute): boolean;
+  authenticate(request: Request, app: AppContext, clientAddress: string): Promise<Authenticated>;
+}
+
+/** /api/v1: Basic credentials only (never the session cookie). */
+export const API_DOOR: Door = {
+  prefix: API_PREFIX,
+  serves: () => true,
+  authenticate: authenticateCaller,
+};
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** /json: the session only; a method that changes state needs the session's CSRF token in X-CSRFToken. */
+export function sessionDoor(serverUrl: string): Door {
+  return {
+    prefix: JSON_PREFIX,
+    serves: (route) => !route.apiOnly,
+    async authenticate(request, app, clientAddress) {
+      const token = sessionTokenOf(request, serverUrl);
+      if (!token) throw sessionRequired();
+      const session = await authenticateSession(app, token, clientAddress);
+      if (!SAFE_METHODS.has(request.method)) {
+        const reason = csrfFailure(request.headers.get('x-csrftoken'), token);
+        if (reason) throw csrfError(reason);
+      }
+      return { actor: session.actor, credentials: { sessionToken: token, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash } };
+    },
+  };
+}
+
+function csrfError(reason: string): DomainError {
+  return new DomainError(`CSRF error: ${reason}`, { code: 'CSRF_FAILED', status: 403, data: { reason } });
+}
 
 function declaredMethods(route: RestRoute): string[] {
   const methods = Object.keys({ ...route.publicMethods, ...route.methods });
@@ -40,11 +88,14 @@ function matchRoute(routes: RestRoute[], path: string) {
   return undefined;
 }
 
-/** Whether the request goes to a handler that streams its body (exempt from the global body limit). */
+const prefixOf = (pathname: string) => [API_PREFIX, JSON_PREFIX].find((prefix) => pathname.startsWith(`${prefix}/`));
+
+/** Whether the request goes to a handler that streams its body (exempt from the global body limit), at either door. */
 export function streamsBody(routes: RestRoute[], request: Request): boolean {
   const { pathname } = new URL(request.url);
-  if (!pathname.startsWith(`${API_PREFIX}/`)) return false;
-  const route = routes.find((r) => r.pattern.test(pathname.slice(API_PREFIX.length)));
+  const prefix = prefixOf(pathname);
+  if (!prefix) return false;
+  const route = routes.find((r) => r.pattern.test(pathname.slice(prefix.length)));
   return route?.streamsBody?.includes(request.method as Method) ?? false;
 }
 
@@ -53,14 +104,17 @@ export interface DispatchOptions {
   clientAddress: string;
   /** Told about failures; an unreachable database answers 503. */
   database?: DatabaseStatus;
+  /** Default: /api/v1's. */
+  door?: Door;
 }
 
 export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions = { clientAddress: '' }): Promise<Response> {
+  const door = options.door ?? API_DOOR;
   try {
-    const path = new URL(request.url).pathname.slice(API_PREFIX.length);
+    const path = new URL(request.url).pathname.slice(door.prefix.length);
     const matched = matchRoute(routes, path);
-    if (!matched) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, app, options.clientAddress);
+    if (!matched || !door.serves(matched.route)) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
+    return await dispatchMethod(matched.route, matched.pathParams, request, app, options.clientAddress, door);
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
@@ -71,7 +125,7 @@ export async function dispatchRest(routes: RestRoute[], request: Request, app: A
   }
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, clientAddress: string) {
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, clientAddress: string, door: Door) {
   const allowed = declaredMethods(route);
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
@@ -84,14 +138,14 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   }
   const params = route.streamsBody?.includes(method) ? queryParams(request) : await readParams(request);
   if (publicHandler) return publicHandler({ params, path, app, request, clientAddress });
-  const actor = await authenticateCaller(request, app, clientAddress);
-  if (actor instanceof Response) return actor;
-  return handler!({ actor, params, path, app, request });
+  const caller = await door.authenticate(request, app, clientAddress);
+  if (caller instanceof Response) return caller;
+  return handler!({ ...caller, params, path, app, request });
 }
 
-async function authenticateCaller(request: Request, app: AppContext, clientAddress: string) {
+async function authenticateCaller(request: Request, app: AppContext, clientAddress: string): Promise<Authenticated> {
   const header = request.headers.get('authorization');
-  if (header) return authenticateRequest(app, header, clientAddress);
+  if (header) return { actor: await authenticateRequest(app, header, clientAddress), credentials: { authorization: header } };
   if (prefersHtml(request.headers.get('accept') ?? '')) {
     const { pathname } = new URL(request.url);
     return new Response(null, { status: 302, headers: { Location: `/login/?next=${encodeURIComponent(pathname)}` } });

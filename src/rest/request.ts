@@ -1,10 +1,13 @@
 // What a REST handler receives: the authenticated actor, the request's parameters (form body over
 // query string, last value wins) and the path parameters of its route.
 import type { Actor } from '../domain/auth/authenticate.js';
+import type { Credentials } from '../domain/auth/held-credentials.js';
 import type { AppContext } from '../app-context.js';
 
 export interface RestRequest {
   actor: Actor;
+  /** What the actor authenticated with (a waiting request checks them again as they change). */
+  credentials: Credentials;
   params: Map<string, string>;
   path: Record<string, string>;
   app: AppContext;
@@ -14,7 +17,7 @@ export interface RestRequest {
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;
 /** A handler that needs no credentials; it sees the client's address (the failed-login limit's key). */
-export type PublicRestHandler = (request: Omit<RestRequest, 'actor'> & { clientAddress: string }) => Promise<Response>;
+export type PublicRestHandler = (request: Omit<RestRequest, 'actor' | 'credentials'> & { clientAddress: string }) => Promise<Response>;
 
 export const queryParams = (request: Request) => new Map(new URL(request.url).searchParams);
 

@@ -9,6 +9,7 @@ import { describe, expect, inject, test } from 'vitest';
 import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
 import { startServerProcess as startMain, stopServerProcess as stop, waitForOutput } from '../support/process.js';
 import { dropDatabase } from '../support/postgres-databases.js';
+import { signIn } from '../support/sessions.js';
 
 const me = (baseUrl: string, authorization: string) =>
   fetch(`${baseUrl}/graphql`, {
@@ -22,7 +23,7 @@ const basic = (email: string, apiKey: string) => 'Basic ' + Buffer.from(`${email
 /** Reads what a newcomer would copy from the banner, and uses each piece the way the banner says. */
 async function checkPrintedCredentials(output: string) {
   const baseUrl = /Server listening on (http:\/\/\S+)/.exec(output)![1]!;
-  expect(output).toContain(`  GraphiQL:  ${baseUrl}/graphql\n  REST base: ${baseUrl}/api/v1\n`);
+  expect(output).toContain(`  Sign in:   ${baseUrl}/accounts/login/?next=%2Fgraphql   (then GraphiQL runs as you)\n  GraphiQL:  ${baseUrl}/graphql\n  REST base: ${baseUrl}/api/v1\n`);
   const [, ownerEmail, ownerKey] = /Owner: +(\S+) +API key: (\S+)/.exec(output)!;
   const [, memberEmail, memberKey] = /Member: +(\S+) +API key: (\S+)/.exec(output)!;
   expect(ownerEmail).toBe('iris@harborlights.example');
@@ -34,9 +35,18 @@ async function checkPrintedCredentials(output: string) {
     expect(await fetched.json()).toMatchObject({ result: 'success', api_key: key, email });
   }
 
-  const headers = JSON.parse(/^ +(\{"Authorization": .*\})$/m.exec(output)![1]!);
-  expect(headers).toEqual({ Authorization: basic(ownerEmail!, ownerKey!) });
-  expect(await me(baseUrl, headers.Authorization)).toEqual({ status: 200, body: { data: { me: { email: ownerEmail, role: 'OWNER' } } } });
+  // The browser's way: the printed sign-in URL, the owner's printed password, then GraphQL on the session.
+  const [, signInUrl, signInEmail] = /Try it in a browser: sign in at (\S+) as (\S+)/.exec(output)!;
+  expect(signInEmail).toBe(ownerEmail);
+  const ownerPassword = /Owner: +\S+ +API key: \S+ +password: (\S+)/.exec(output)![1]!;
+  const signedIn = await signIn(new URL(signInUrl!).origin, { username: ownerEmail!, password: ownerPassword });
+  const viaSession = await fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: signedIn.cookie },
+    body: JSON.stringify({ query: '{ me { email role } }' }),
+  });
+  expect(await viaSession.json()).toEqual({ data: { me: { email: ownerEmail, role: 'OWNER' } } });
+  expect(await me(baseUrl, basic(ownerEmail!, ownerKey!))).toEqual({ status: 200, body: { data: { me: { email: ownerEmail, role: 'OWNER' } } } });
 
   const [, curlUser, curlUrl] = /curl -u (\S+) (\S+)/.exec(output)!;
   expect(curlUser).toBe(`${memberEmail}:${memberKey}`);
@@ -75,7 +85,7 @@ async function checkDatabase(options: DatabaseOptions) {
 
 async function firstAndSecondStart(database: { DATA_DIR: string } | { DATABASE_URL: string }) {
   const first = startMain(database);
-  await waitForOutput(first, /then run \{ me \{ email role \} \}/);
+  await waitForOutput(first, /curl -u \S+ \S+\n/);
   expect(first.output()).toContain('The database was empty: created the demo organization "Harbor Lights Studio" (string_id demo).');
   await checkPrintedCredentials(first.output());
   await stop(first);

@@ -231,7 +231,7 @@ describe('GET answers', () => {
     const first = await get(trustedOnly, params, w.users.member.auth);
     expect(first.status).toBe(200);
     expect(first.headers.get('cache-control')).toBe('private, no-cache');
-    expect(first.headers.get('vary')).toMatch(/Authorization, Accept/);
+    expect(first.headers.get('vary')).toMatch(/Authorization, Cookie, Accept/);
     const etag = first.headers.get('etag')!;
     // Weak (W/) when the answer was compressed.
     expect(etag).toMatch(/^(W\/)?"[A-Za-z0-9_-]{27}"$/);

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createInvitation } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
+import { givePassword, PASSWORD, signIn } from '../support/sessions.js';
 import { testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -55,4 +56,17 @@ test('a request id on every line and in the response; one info line per request;
   expect(lines.filter((line) => line.level === 20).length).toBeGreaterThanOrEqual(3);
   const text = raw.join('\n');
   for (const secret of [w.users.member.apiKey, w.users.member.auth.slice('Basic '.length), invitation.confirmationKey]) expect(text).not.toContain(secret);
+});
+
+test('signing in and a reset link: no password, session token or reset token in the log; the link is logged as its route', async () => {
+  await givePassword(server.app.prisma, w.users.owner.id);
+  clear();
+  const session = await signIn(server.url, { username: w.users.owner.email, realm: w.org.stringId });
+  expect((await fetch(`${server.url}/json/users/me`, { headers: { cookie: session.cookie } })).status).toBe(200);
+  const resetToken = `abc-${'x'.repeat(32)}`;
+  await fetch(`${server.url}/accounts/password/reset/MTIz/${resetToken}/`);
+  const paths = lines.filter((line) => line.msg === 'request').map((line) => `${line.method} ${line.path}`);
+  expect(paths).toEqual(['GET /accounts/login/', 'POST /accounts/login/', 'GET /json/users/me', 'GET /accounts/password/reset/:uid/:token/']);
+  const text = raw.join('\n');
+  for (const secret of [PASSWORD, session.cookie.split('=')[1]!, session.csrfToken, resetToken]) expect(text).not.toContain(secret);
 });

@@ -5,6 +5,7 @@ import type { Prisma } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
 import type { AuthCache } from './auth-cache.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
+import { readSession, type SessionOf } from './sessions.js';
 
 export interface Actor {
   id: number;
@@ -21,6 +22,11 @@ export const NOT_LOGGED_IN = 'Not logged in: API authentication or user session 
 
 export function notLoggedIn(): DomainError {
   return unauthorized(NOT_LOGGED_IN);
+}
+
+/** The refusal of a request whose session is missing, unknown or ended (signin.md section 4). */
+export function sessionRequired(): DomainError {
+  return new DomainError(NOT_LOGGED_IN, { code: 'UNAUTHORIZED', status: 401, headers: { 'WWW-Authenticate': 'Session realm="zulip"' } });
 }
 
 /** Splits `Basic base64(user:key)`; throws the reference's errors for anything else. */
@@ -125,4 +131,15 @@ export async function authenticateRequest(app: AppContext, authorizationHeader: 
   }
   await app.rateLimiter.hit(actor.id, 1, clientAddress);
   return actor;
+}
+
+/**
+ * A browser's session token (from its cookie), then the per-user rate limit. An unknown or ended
+ * session is no failed login (a 256-bit token is not guessed; an old cookie is common).
+ */
+export async function authenticateSession(app: AppContext, sessionToken: string, clientAddress: string): Promise<SessionOf> {
+  const session = await readSession(app.sql, sessionToken);
+  if (!session) throw sessionRequired();
+  await app.rateLimiter.hit(session.actor.id, 1, clientAddress);
+  return session;
 }

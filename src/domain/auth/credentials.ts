@@ -6,6 +6,7 @@ import { inTransaction } from '../transaction.js';
 import { apiKeyColumns, issueApiKey } from '../users/api-keys.js';
 import type { Actor } from './authenticate.js';
 import { hashPassword, verifyPassword } from './passwords.js';
+import { keepSessionAfterPasswordChange } from './sessions.js';
 import { assertStrongPassword, storePasswordHash } from './sign-in.js';
 
 export const USER_PASSWORD_CHANGED = 'USER_PASSWORD_CHANGED';
@@ -32,15 +33,20 @@ async function checkOldPassword(app: AppContext, actor: Actor, oldPassword: stri
 
 /**
  * Replaces the password: the old one first, then the new one's strength. The new hash is what ends
- * the user's other sessions; the API key stays. Returns the new hash (a session that made the change
- * keeps itself signed in with it).
+ * the user's sessions, but for the one that made the change (`keepSessionId`), which takes the new
+ * hash's fingerprint in the same transaction; the API key stays. Returns the new hash.
  */
-export async function changePassword(app: AppContext, actor: Actor, input: { oldPassword: string; newPassword: string }): Promise<string> {
+export async function changePassword(
+  app: AppContext,
+  actor: Actor,
+  input: { oldPassword: string; newPassword: string; keepSessionId?: number },
+): Promise<string> {
   await checkOldPassword(app, actor, input.oldPassword);
   assertStrongPassword(input.newPassword, 'New password is too weak!');
   const passwordHash = await hashPassword(input.newPassword);
   await inTransaction(app.prisma, async (tx) => {
     await storePasswordHash(tx, actor.id, passwordHash);
+    if (input.keepSessionId !== undefined) await keepSessionAfterPasswordChange(tx, input.keepSessionId);
     await tx.auditLogEntry.create({
       data: { organizationId: actor.organizationId, actorId: actor.id, eventType: USER_PASSWORD_CHANGED, extraData: { modified_user_id: actor.id } },
     });

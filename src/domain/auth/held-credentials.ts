@@ -1,33 +1,52 @@
 // A long-lived request (a waiting poll, a subscription) keeps the credentials it started with. When
-// the authentication cache hears that they may have changed (a deactivation or a key reset, made
-// through any process), they are checked again, and a refusal ends the request.
+// the authentication cache hears that they may have changed (a deactivation, a key reset, a password
+// change, a session's end, made through any process), they are checked again, and a refusal ends the
+// request.
 import type { AppContext } from '../../app-context.js';
 import { hashApiKey } from '../users/api-keys.js';
-import { authenticate, parseBasicAuthorization } from './authenticate.js';
+import { authenticate, parseBasicAuthorization, sessionRequired } from './authenticate.js';
+import { readSession } from './sessions.js';
+
+/** What a request authenticated with: a Basic Authorization header, or a browser session's token. */
+export type Credentials = { authorization: string } | { sessionToken: string; sessionId: number; apiKeyHash: string };
 
 export interface HeldCredentials {
-  /** The hash of the request's API key, as the authentication cache's invalidations name it. */
-  apiKeyHash: string;
+  /** Whether an invalidation the authentication cache heard (a key hash, `session:<id>`, '*') may concern them. */
+  concernedBy(invalidation: string): boolean;
   /** Throws the refusal when the credentials no longer hold. */
   recheck(): Promise<void>;
 }
 
-/** Credentials from an Authorization header that authenticated already. */
-export function heldCredentials(app: AppContext, authorizationHeader: string): HeldCredentials {
+const EVERY_KEY = '*';
+
+/** Credentials that authenticated already. */
+export function heldCredentials(app: AppContext, credentials: Credentials): HeldCredentials {
+  if ('authorization' in credentials) {
+    const apiKeyHash = hashApiKey(parseBasicAuthorization(credentials.authorization).apiKey);
+    return {
+      concernedBy: (invalidation) => invalidation === EVERY_KEY || invalidation === apiKeyHash,
+      recheck: async () => void (await authenticate(app.prisma, credentials.authorization)),
+    };
+  }
+  // The user's row changes are announced under their key hash as it was: a regenerated key is followed.
+  let { apiKeyHash } = credentials;
+  const ended = `session:${credentials.sessionId}`;
   return {
-    apiKeyHash: hashApiKey(parseBasicAuthorization(authorizationHeader).apiKey),
-    recheck: async () => void (await authenticate(app.prisma, authorizationHeader)),
+    concernedBy: (invalidation) => invalidation === EVERY_KEY || invalidation === ended || invalidation === apiKeyHash,
+    recheck: async () => {
+      const session = await readSession(app.sql, credentials.sessionToken);
+      if (!session) throw sessionRequired();
+      apiKeyHash = session.apiKeyHash;
+    },
   };
 }
-
-const EVERY_KEY = '*';
 
 /** The long-lived requests of one kind in a process, each told when its credentials are refused. */
 export class CredentialWatch {
   private readonly watched = new Map<object, { credentials: HeldCredentials; refused: (error: unknown) => void }>();
 
   constructor(app: AppContext) {
-    app.authCache?.events.on('invalidated', (apiKeyHash: string) => this.changed(apiKeyHash));
+    app.authCache?.events.on('invalidated', (invalidation: string) => this.changed(invalidation));
   }
 
   /** Returns the end of the watch. */
@@ -37,9 +56,9 @@ export class CredentialWatch {
     return () => this.watched.delete(key);
   }
 
-  private changed(apiKeyHash: string): void {
+  private changed(invalidation: string): void {
     for (const { credentials, refused } of this.watched.values()) {
-      if (apiKeyHash === EVERY_KEY || credentials.apiKeyHash === apiKeyHash) credentials.recheck().catch(refused);
+      if (credentials.concernedBy(invalidation)) credentials.recheck().catch(refused);
     }
   }
 }

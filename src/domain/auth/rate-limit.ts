@@ -313,3 +313,12 @@ function rateLimited(retryAfterSeconds: number): DomainError {
     },
   );
 }
+
+/**
+ * Counts one more in the key's fixed window and returns the count, refusing nothing: for limits past
+ * which a request is answered as usual but does less (password reset e-mails, signin.md section 2).
+ */
+export async function countInWindow(sql: Sql, key: string, windowSeconds: number, now = Date.now()): Promise<number> {
+  const [counter] = await sql.rows<Counter>(COUNT_ATTEMPT, [new Date(now).toISOString(), key, windowSeconds]);
+  return counter!.count;
+}

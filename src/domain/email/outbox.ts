@@ -1,13 +1,16 @@
 // E-mail is queued in the database inside the transaction that decides to send it, so it is never
 // lost and never sent for a refused request; a background worker (worker.ts) delivers it after commit.
-// Queued invitation e-mails are also what the daily invitation limit counts.
+// Queued invitation e-mails are also what the daily invitation limit counts. Other e-mails (password
+// resets) are queued one by one with queueEmail.
 import type { Config } from '../../config.js';
 import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
-import { renderInvitationEmail } from './invitation-email.js';
+import type { Prisma } from '../../db/database.js';
+import { renderInvitationEmail, type RenderedEmail } from './invitation-email.js';
 
 export type Transaction = PrismaNamespace.TransactionClient;
 
 export const INVITATION_EMAIL = 'invitation';
+export const PASSWORD_RESET_EMAIL = 'password_reset';
 
 export interface InvitationForEmail {
   email: string;
@@ -28,6 +31,30 @@ export interface PreparedInvitationEmail {
 
 export function acceptanceLink(config: Config, confirmationKey: string): string {
   return `${config.serverUrl}/accounts/do_confirm/${confirmationKey}`;
+}
+
+export interface QueuedEmail extends RenderedEmail {
+  kind: string;
+  toAddress: string;
+  /** Null for mail to an address of no organization; the worker gives such mail its own turn. */
+  organizationId: number | null;
+}
+
+/** Queues one e-mail (not an invitation's); call app.notifyOutbox() after its transaction commits. */
+export async function queueEmail(db: Transaction | Prisma, email: QueuedEmail): Promise<void> {
+  const now = new Date();
+  await db.outboxEmail.create({
+    data: {
+      organizationId: email.organizationId,
+      kind: email.kind,
+      toAddress: email.toAddress,
+      subject: email.subject,
+      textBody: email.text,
+      htmlBody: email.html,
+      createdAt: now,
+      nextAttemptAt: now,
+    },
+  });
 }
 
 export function prepareInvitationEmail(config: Config, invitation: InvitationForEmail): PreparedInvitationEmail {

@@ -57,7 +57,7 @@ interface ClaimedEmail {
   attempts: number;
   /** When it was due before the claim: a release puts it back there. */
   dueAt: Date;
-  /** Its place in its organization's queue within the batch (1 for each organization's first). */
+  /** Its place in its organization's queue within the batch (1 for each organization's first); mail of no organization queues as organization 0. */
   turn: number;
 }
 
@@ -204,6 +204,7 @@ export class OutboxWorker {
    * one served last; up to `limit` due e-mails of each, locked with SKIP LOCKED so that no two
    * workers claim the same; of those, each organization's first, then each one's second, and so on
    * (turns), `limit` in all. A bulk invitation thus takes one place per turn, not the whole batch.
+   * Mail of no organization (a password reset's notice to an unknown address) takes turns as organization 0.
    * (The probes order by "nextAttemptAt" too only so that the planner takes the claim's index: by
    * organization alone it chose the (organizationId, kind, createdAt) one and filtered the sent rows.)
    */
@@ -218,6 +219,12 @@ export class OutboxWorker {
         FROM waiting WHERE waiting.org IS NOT NULL
       ), organizations AS (
         SELECT org FROM waiting WHERE org IS NOT NULL ORDER BY org <= ${after}, org LIMIT ${limit}
+      ), unattached AS (
+        SELECT id, "nextAttemptAt" FROM outbox_email
+        WHERE "organizationId" IS NULL AND status = 'PENDING' AND "nextAttemptAt" <= ${now}
+        ORDER BY "nextAttemptAt", id
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
       ), turns AS (
         SELECT due.id, due."nextAttemptAt" AS "dueAt", organizations.org,
           row_number() OVER (PARTITION BY organizations.org ORDER BY due."nextAttemptAt", due.id)::int AS turn
@@ -227,12 +234,14 @@ export class OutboxWorker {
           ORDER BY "nextAttemptAt", id
           LIMIT ${limit}
           FOR UPDATE SKIP LOCKED) AS due
+        UNION ALL
+        SELECT id, "nextAttemptAt", 0, row_number() OVER (ORDER BY "nextAttemptAt", id)::int FROM unattached
       ), chosen AS (
         SELECT * FROM turns ORDER BY turn, org <= ${after}, org LIMIT ${limit}
       )
       UPDATE outbox_email SET attempts = outbox_email.attempts + 1, "nextAttemptAt" = ${leaseEnd}
       FROM chosen WHERE outbox_email.id = chosen.id
-      RETURNING outbox_email.id, outbox_email."organizationId", "toAddress", subject, "textBody", "htmlBody", attempts, chosen."dueAt", chosen.turn`;
+      RETURNING outbox_email.id, coalesce(outbox_email."organizationId", 0) AS "organizationId", "toAddress", subject, "textBody", "htmlBody", attempts, chosen."dueAt", chosen.turn`;
     const inTurns = claimed.sort((a, b) => a.turn - b.turn || this.rotation(a.organizationId) - this.rotation(b.organizationId));
     if (inTurns.length > 0) this.lastOrganization = inTurns.at(-1)!.organizationId;
     return inTurns;

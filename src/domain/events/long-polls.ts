@@ -6,6 +6,7 @@ import type { AppContext } from '../../app-context.js';
 import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from '../auth/authenticate.js';
 import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
+import { removeExpiredSessions } from '../auth/sessions.js';
 import type { EventReader } from './reader.js';
 import { positionCommittedEvents } from './positions.js';
 import {
@@ -149,13 +150,15 @@ export class EventPolls implements NotificationSubscriber {
   }
 
   /**
-   * The reader, and the removal of expired queues and old events every minute, in every process (the
-   * log grows whether or not anyone reads it). Two statements a minute; none of a request's.
+   * The reader, and the removal of expired queues, old events and expired browser sessions every
+   * minute, in every process (the log grows whether or not anyone reads it). A few statements a
+   * minute; none of a request's.
    */
   start(): void {
     this.reader.start();
     const removeOld = () => {
       removeExpired(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired event queues failed'));
+      removeExpiredSessions(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired sessions failed'));
     };
     this.housekeeping = setInterval(removeOld, HOUSEKEEPING_MS).unref();
   }

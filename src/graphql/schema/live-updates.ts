@@ -22,12 +22,13 @@ function follow(context: GraphQLContext, types: EventType[], after: string | nul
   const streams = context.app.eventStreams;
   if (!streams) throw new Error('this process serves no subscriptions');
   const actor = actorOf(context);
+  const credentials = heldCredentials(context.app, context.credentials!);
   // A full server refuses the request itself (503 with Retry-After: clients retry, perhaps elsewhere);
   // a bad cursor is the subscription's own error, which the client reads.
   const serverFull = (error: DomainError) => error.status === 503;
   // Yoga's context holds the HTTP request (over WebSocket, the upgrade's, which has no signal).
   const signal = (context as { request?: { signal?: AbortSignal } }).request?.signal;
-  return domainQuery(() => streams.follow(actor, heldCredentials(context.app, context.authorization ?? ''), { types, after: after ?? null, signal }), serverFull);
+  return domainQuery(() => streams.follow(actor, credentials, { types, after: after ?? null, signal }), serverFull);
 }
 
 /** The item's event, or the error that ended the stream (its last payload). Each event is a new answer. */

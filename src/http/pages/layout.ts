@@ -21,7 +21,8 @@ const STYLE = `
   .error { color: #a00; }
 `;
 
-export function page(title: string, body: HtmlFragment, status = 200): Response {
+/** A page; `cookies` are Set-Cookie values (the sign-in pages' session and CSRF cookies). */
+export function page(title: string, body: HtmlFragment, status = 200, cookies: string[] = []): Response {
   const document = html`<!DOCTYPE html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -31,7 +32,16 @@ ${body}
 </main></body>
 </html>
 `;
-  return new Response(document.value, { status, headers: HEADERS });
+  const headers = new Headers(HEADERS);
+  for (const cookie of cookies) headers.append('Set-Cookie', cookie);
+  return new Response(document.value, { status, headers });
+}
+
+/** A redirect after a form (303: the browser follows with GET), with its cookies. */
+export function redirect(location: string, cookies: string[] = []): Response {
+  const headers = new Headers({ Location: location, 'Cache-Control': 'no-store', 'Referrer-Policy': 'no-referrer' });
+  for (const cookie of cookies) headers.append('Set-Cookie', cookie);
+  return new Response(null, { status: 303, headers });
 }
 
 export function errorPage(title: string, message: string, status: number): Response {

@@ -71,8 +71,8 @@ function eventPolls(app: RestRequest['app']) {
 }
 
 /** The waiting request re-reads its credentials when the authentication cache says they changed. */
-function credentialsOf({ request, app }: RestRequest) {
-  return { ...heldCredentials(app, request.headers.get('authorization') ?? ''), signal: request.signal };
+function credentialsOf({ request, app, credentials }: RestRequest) {
+  return { ...heldCredentials(app, credentials), signal: request.signal };
 }
 
 export const getEvents: RestHandler = async (rest) => {

@@ -20,14 +20,20 @@ export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddres
   return successResponse({ api_key: apiKey, email: actor.email, user_id: actor.id }, ignored);
 };
 
-/** PATCH /settings with old_password and new_password; other settings are not offered here. */
-export const updateSettings: RestHandler = async ({ app, actor, params }) => {
+/**
+ * PATCH /settings with old_password and new_password; other settings are not offered here. Through
+ * a session (/json/settings), that session stays signed in; the user's others end.
+ */
+export const updateSettings: RestHandler = async ({ app, actor, params, credentials }) => {
   const { values, ignored } = parseParams(params, {
     old_password: optional(text({ allowNul: true })),
     new_password: optional(text({ allowNul: true })),
   });
   // As the reference: an empty (or absent) new password changes nothing.
-  if (values.new_password) await changePassword(app, actor, { oldPassword: values.old_password ?? '', newPassword: values.new_password });
+  if (values.new_password) {
+    const keepSessionId = 'sessionId' in credentials ? credentials.sessionId : undefined;
+    await changePassword(app, actor, { oldPassword: values.old_password ?? '', newPassword: values.new_password, keepSessionId });
+  }
   return successResponse({}, ignored);
 };
 
