@@ -99,3 +99,28 @@ export async function eventually(condition: () => boolean | Promise<boolean>, ms
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/**
+ * Until `subscription` follows the log. What committed before a subscription started is never
+ * delivered to it, so only a marker that reaches it proves it: markers are committed one after another
+ * (`commitMarker(0)`, `commitMarker(1)`, ...) until one arrives, then those committed after it are
+ * drained. Its next payload is then the first event committed after this returns. `markerNumber`
+ * says which marker a payload is, and fails the test for anything else.
+ */
+export async function untilFollowing<T>(
+  subscription: OpenSubscription<T>,
+  commitMarker: (n: number) => Promise<void>,
+  markerNumber: (received: Received<T>) => number,
+): Promise<void> {
+  let committed = 0;
+  await commitMarker(committed);
+  // A pause before the next marker, never a verdict: a marker that arrives late is drained below.
+  for (let pause = 200; ; pause = Math.min(2 * pause, 3_200)) {
+    const received = await subscription.next(pause);
+    if (received !== 'silent') {
+      for (let n = markerNumber(received); n < committed; ) n = markerNumber(await subscription.next());
+      return;
+    }
+    await commitMarker(++committed);
+  }
+}
