@@ -102,6 +102,11 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
     this.stops.push(stop);
   }
 
+  /** Positioned in the log (its start known): what commits from now on reaches it. */
+  get following(): boolean {
+    return this.started;
+  }
+
   /** A new event of the log for this user: held until the subscriber takes it. */
   offer(event: LoggedEvent): void {
     // Read or replayed already, or before the stream's start: not held (nextHeld skips the rest).
@@ -235,9 +240,11 @@ export class EventStreams {
     for (const stream of this.open) stream.end();
   }
 
-  /** Streams open and following the log. */
+  /** Streams open and following the log (admitted streams count against the caps before that). */
   get size(): number {
-    return this.open.size;
+    let following = 0;
+    for (const stream of this.open) if (stream.following) following++;
+    return following;
   }
 
   private count(stream: EventStream, userId: number, change: 1 | -1): void {
