@@ -34,7 +34,7 @@ const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
   // Every stream is uncounted once its subscriber has gone, whatever became of it.
-  await eventually(() => server.app.eventStreams!.size === 0, 30_000);
+  await eventually(() => server.app.eventStreams!.admitted === 0, 30_000);
 });
 
 type Outcome = 'live' | 'per-user refusal' | 'process refusal' | string;
@@ -133,7 +133,7 @@ test(`the process holds at most MAX_SUBSCRIPTIONS (${MAX_SUBSCRIPTIONS}) of many
     )
   ).flat();
   expect(tally(outcomes)).toEqual({ live: MAX_SUBSCRIPTIONS, 'process refusal': users.length * 70 - MAX_SUBSCRIPTIONS });
-  expect(server.app.eventStreams!.size).toBe(MAX_SUBSCRIPTIONS);
+  expect(server.app.eventStreams!.admitted).toBe(MAX_SUBSCRIPTIONS);
 });
 
 test('subscriptions refused after their admission (a cursor past the log) are uncounted: the user then holds 100', async () => {
@@ -145,7 +145,7 @@ test('subscriptions refused after their admission (a cursor past the log) are un
   const counts = tally(refused.map((outcome) => (outcome.includes('Invalid cursor') ? 'invalid cursor' : outcome)));
   expect(counts['invalid cursor']).toBeGreaterThanOrEqual(MAX_SUBSCRIPTIONS_PER_USER);
   expect(counts).toEqual({ 'invalid cursor': counts['invalid cursor'], ...(counts['per-user refusal'] && { 'per-user refusal': counts['per-user refusal'] }) });
-  expect(server.app.eventStreams!.size).toBe(0);
+  expect(server.app.eventStreams!.admitted).toBe(0);
   expect(tally(await overOneWebSocket(auth, after, 101))).toEqual({ live: 100, 'per-user refusal': 1 });
 });
 
@@ -162,7 +162,7 @@ test('subscribers that go away while their subscriptions are being admitted free
     // Fewer than the pool's connections: each one held by an admission that waits.
     const subscriptions = (['sse', 'ws'] as const).flatMap((transport) => Array.from({ length: 4 }, () => subscribe(transport, server.url, auth, DOCUMENT, {})));
     for (const subscription of subscriptions) void subscription.next(ANSWER_MS);
-    await eventually(() => server.app.eventStreams!.size === subscriptions.length, 30_000);
+    await eventually(() => server.app.eventStreams!.admitted === subscriptions.length, 30_000);
     await Promise.all(subscriptions.map((subscription) => subscription.close()));
   } finally {
     await positioning.query('COMMIT');

@@ -68,7 +68,7 @@ describe('the embedded PostgreSQL', () => {
   test('after a SIGKILL of the server, the next start reuses its orphaned PostgreSQL at once, data intact', async () => {
     const dataDir = await freshDataDir();
     const first = startServerProcess({ DATA_DIR: dataDir });
-    await waitForOutput(first, /then run \{ me \{ email role \} \}/);
+    await waitForOutput(first, /curl -u \S+ \S+\n/);
     const postgres = (await postmasterPid(dataDir))!;
     first.child.kill('SIGKILL');
     await first.exited;

@@ -57,7 +57,7 @@ describe.skipIf(!asRoot)(`as root, a checkout in a private home directory${asRoo
     const first = startServerProcess({}, app);
     const url = await listeningUrl(first);
     expect((await fetch(`${url}/health`)).status).toBe(200);
-    await waitForOutput(first, /then run \{ me \{ email role \} \}/);
+    await waitForOutput(first, /curl -u \S+ \S+\n/);
 
     // DATA_DIR/postgres links to a cluster the postgres user owns, outside the home directory.
     expect((await lstat(join(dataDir, 'postgres'))).isSymbolicLink()).toBe(true);

@@ -240,7 +240,12 @@ export class EventStreams {
     for (const stream of this.open) stream.end();
   }
 
-  /** Streams open and following the log (admitted streams count against the caps before that). */
+  /** Streams counted against the caps: admitted, whether or not they follow the log yet. */
+  get admitted(): number {
+    return this.open.size;
+  }
+
+  /** Streams open and following the log (positioned: what commits from now on reaches them). */
   get size(): number {
     let following = 0;
     for (const stream of this.open) if (stream.following) following++;
