@@ -18,9 +18,15 @@ export async function startDatabaseProxy(databaseUrl: string): Promise<DatabaseP
   const open = new Set<Socket>();
   const server = createServer((client) => {
     const database = upstream();
-    for (const socket of [client, database]) {
+    const pair = [client, database];
+    for (const socket of pair) {
       open.add(socket);
-      socket.on('close', () => open.delete(socket));
+      // One side gone (a reset included, which pipe() does not pass on) takes the other with it, as a
+      // direct connection would: PostgreSQL then ends the backend and its locks.
+      socket.on('close', () => {
+        open.delete(socket);
+        for (const other of pair) other.destroy();
+      });
       socket.on('error', () => {});
     }
     client.pipe(database).pipe(client);
