@@ -142,7 +142,10 @@ async function main() {
   if (!databaseUrl) throw new Error('npm run soak needs DATABASE_URL (a PostgreSQL role with CREATEDB): it works in a fresh database beside it');
   const directUrl = process.env.DATABASE_DIRECT_URL || undefined;
   const seed = flags.seed ? Number(flags.seed) : Math.floor(Math.random() * 2 ** 31);
+  // One source per part, so that the faults drawn do not depend on how many requests ran before them.
   const random = seededRandom(seed);
+  const faultRandom = seededRandom(seed + 1);
+  const liveRandom = seededRandom(seed + 2);
   const minutes = Number(flags.minutes);
   console.error(`soak: seed ${seed} (--seed ${seed} to replay the same choices), ${minutes} minutes, ${directUrl ? 'through PgBouncer (DATABASE_URL) and directly (DATABASE_DIRECT_URL)' : 'directly'}`);
 
@@ -177,7 +180,7 @@ async function main() {
     const organizations: SoakOrganization[] = [];
     for (let i = 0; i < Number(flags.organizations); i++) organizations.push(await importOrganization(i, Number(flags.users), cliEnv, workDir, db));
     const { rows } = await db.query<{ last: string }>('SELECT coalesce(max(position), 0)::text AS last FROM event');
-    liveClients.push(...openLiveClients(organizations, fleet, history, random, db, Number(rows[0]!.last)));
+    liveClients.push(...openLiveClients(organizations, fleet, history, liveRandom, db, Number(rows[0]!.last)));
 
     const runId = Date.now().toString(36);
     const startedAt = Date.now();
@@ -186,7 +189,7 @@ async function main() {
     const loads = organizations.map((org) => workload(org, fleet!.servers, history, fleet!.mail, random, runId));
     const running = loads.flatMap((load) => Array.from({ length: WORKERS_PER_ORGANIZATION }, () => load.run(over)));
     const injecting = injectFaults(
-      { fleet, history, random, db, database, startedAt, burst: (server) => random.pick(loads).burst(server, 12) },
+      { fleet, history, random: faultRandom, db, database, startedAt, burst: (server) => faultRandom.pick(loads).burst(server, 12) },
       over,
       () => Date.now() >= startedAt + (minutes * 60_000) / 2,
       faults,

@@ -3,7 +3,7 @@
 // backend of the application terminated; the TCP path to PostgreSQL cut for a few seconds; the SMTP
 // receiver refusing for a while. Each is printed with its time, so a failure can be replayed.
 import type pg from 'pg';
-import type { Fleet, ServerSlot } from './fleet.js';
+import { reportDirectory, type Fleet, type ServerSlot } from './fleet.js';
 import type { History } from './history.js';
 import type { Random } from './random.js';
 
@@ -54,7 +54,7 @@ export async function injectFault(kind: FaultKind, { fleet, history, random, db,
       await sleep(random.int(20, 300));
       const code = await server.signal('SIGTERM');
       await sent;
-      if (code !== 0) history.violation(`${server.name} exited with ${code} after SIGTERM, not status 0:\n${server.output.slice(-40).join('\n')}`);
+      if (code !== 0) history.violation(`${server.name} exited with ${code} after SIGTERM, not status 0 (a diagnostic report of a hung drain is in ${reportDirectory}):\n${server.output.slice(-40).join('\n')}`);
       await sleep(random.int(200, 2_000));
       await restart(server, history);
       return `${server.name}, exit status ${code}`;

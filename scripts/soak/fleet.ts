@@ -2,6 +2,8 @@
 // own that it keeps across restarts (clients find it again); a TCP proxy between them and
 // PostgreSQL that the soak can cut; a real SMTP receiver that the soak can make refuse.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startDatabaseProxy, type DatabaseProxy } from '../../test/security/tcp-proxy.js';
 import { startMailReceiver, type MailReceiver } from '../../test/support/smtp.js';
@@ -20,6 +22,12 @@ export interface ServerSlot {
   /** The last lines the process printed other than its JSON log (start-up text, a crash's stack). */
   output: string[];
 }
+
+/** Where a server that does not drain writes its diagnostic report (SIGUSR2; kept after the run). */
+export const reportDirectory = join(tmpdir(), 'teamchat-soak-reports');
+
+/** How long a SIGTERM'd process may take to drain before it counts as hung (and is killed). */
+const DRAIN_LIMIT_MS = 30_000;
 
 /** Every server process started, killed if the soak itself ends abruptly (none is left behind). */
 const children = new Set<ChildProcess>();
@@ -49,7 +57,7 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
     async start() {
       signalled = false;
       const started = spawn(process.execPath, realServerCommand(), {
-        env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+        env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_OPTIONS: `--report-on-signal --report-directory=${reportDirectory}` },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child = started;
@@ -67,7 +75,15 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
       signalled = true;
       const exited = new Promise<number | string | null>((resolve) => running.once('exit', (code, signal) => resolve(code ?? signal)));
       running.kill(signal);
-      return exited;
+      // A drain that does not end is reported (as the exit status) and cut short, so the run goes on;
+      // first the process writes a diagnostic report (what it still waits on) where the soak says.
+      const late = setTimeout(() => {
+        running.kill('SIGUSR2');
+        setTimeout(() => running.kill('SIGKILL'), 2_000);
+      }, DRAIN_LIMIT_MS);
+      const code = await exited;
+      clearTimeout(late);
+      return signal === 'SIGTERM' && code === 'SIGKILL' ? `no exit within ${DRAIN_LIMIT_MS / 1000} s (killed)` : code;
     },
   };
 }

@@ -8,6 +8,7 @@ import { print } from 'graphql';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
+import { positionCommittedEvents } from '../../src/domain/events/positions.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
@@ -182,6 +183,26 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const pruned = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
     expect(await pruned.next()).toMatchObject({ errors: [{ extensions: { code: 'EVENTS_PRUNED' } }] });
     await pruned.close();
+  });
+
+  test("after: the missed events come in the log's order, also where their positions gain a digit", async () => {
+    const world = await newWorld();
+    expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+    expect((await deactivateEmoji(world, 'owner', 'green_tick')).status).toBe(200);
+    await positionCommittedEvents(server.app.sql);
+    // The two events move to positions 10^k - 1 and 10^k past the log's end: in text, "10..0" sorts first.
+    const [{ end }] = await server.app.sql.rows<{ end: string }>('SELECT max(position)::text AS end FROM event', []);
+    const ninesPosition = 10 ** end!.length * 10 - 1;
+    await runOnTestDatabase(
+      `UPDATE event SET position = $2 + (SELECT count(*) FROM event later WHERE later."organizationId" = $1 AND later.type = 'realm_emoji' AND later.id < event.id)
+        WHERE "organizationId" = $1 AND type = 'realm_emoji'`,
+      [world.org.id, ninesPosition],
+    );
+    const resumed = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: Buffer.from(`event:${ninesPosition - 1}`).toString('base64url') });
+    open.push(resumed as OpenSubscription<unknown>);
+    expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
+    expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
+    expect(await resumed.next(300)).toBe('silent');
   });
 
   test('a key reset ends the subscription; a deactivation too', async () => {
