@@ -2,6 +2,7 @@
 // own that it keeps across restarts (clients find it again); a TCP proxy between them and
 // PostgreSQL that the soak can cut; a real SMTP receiver that the soak can make refuse.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -56,6 +57,7 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
     up: () => !!child && child.exitCode === null && child.signalCode === null && !signalled,
     async start() {
       signalled = false;
+      await mkdir(reportDirectory, { recursive: true });
       const started = spawn(process.execPath, realServerCommand(), {
         env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_OPTIONS: `--report-on-signal --report-directory=${reportDirectory}` },
         stdio: ['ignore', 'pipe', 'pipe'],
