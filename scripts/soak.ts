@@ -17,7 +17,7 @@ import { freshDatabaseBeside } from './bench/databases.js';
 import { benchOrganization } from './bench/organization.js';
 import { cliCommand } from './bench/processes.js';
 import { checkEmails, checkEmoji, checkFiles, checkInvitations, checkLiveClients, expectedPositions } from './soak/checks.js';
-import { injectFaults, type FaultLog } from './soak/faults.js';
+import { FAULT_KINDS, injectFaults, type FaultKind, type FaultLog } from './soak/faults.js';
 import { startFleet, type Fleet } from './soak/fleet.js';
 import { History } from './soak/history.js';
 import { longPoll, subscribe, type LiveClient, type SubscriptionField } from './soak/live.js';
@@ -33,6 +33,8 @@ const { values: flags } = parseArgs({
     subscriptions: { type: 'string', default: '200' },
     queues: { type: 'string', default: '50' },
     keep: { type: 'boolean', default: false },
+    // Only these kinds of fault (comma-separated; scripts/soak/faults.ts), e.g. to reproduce one.
+    faults: { type: 'string' },
   },
 });
 
@@ -193,6 +195,7 @@ async function main() {
       over,
       () => Date.now() >= startedAt + (minutes * 60_000) / 2,
       faults,
+      flags.faults ? (flags.faults.split(',') as FaultKind[]) : FAULT_KINDS,
     );
     const progress = setInterval(() => console.error(`soak: ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${history.progress()}; up: ${fleet!.servers.filter((s) => s.up()).map((s) => s.name).join(', ')}`), 10_000);
     await Promise.all([...running, injecting]);

@@ -89,12 +89,13 @@ export async function injectFault(kind: FaultKind, { fleet, history, random, db,
  * refuses only in the first half of the run: the outbox retries a refused e-mail a minute later, and
  * the run's end waits for every e-mail.
  */
-export async function injectFaults(setting: FaultSetting, until: () => boolean, halfway: () => boolean, log: FaultLog[]): Promise<void> {
+export async function injectFaults(setting: FaultSetting, until: () => boolean, halfway: () => boolean, log: FaultLog[], kinds: FaultKind[] = FAULT_KINDS): Promise<void> {
   while (!until()) {
     await sleep(setting.random.int(2_000, 8_000));
     if (until()) break;
-    const kinds = FAULT_KINDS.filter((kind) => kind !== 'smtp-refuses' || !halfway());
-    const kind = setting.random.pick(kinds);
+    const now = kinds.filter((kind) => kind !== 'smtp-refuses' || !halfway());
+    if (now.length === 0) continue;
+    const kind = setting.random.pick(now);
     const at = (Date.now() - setting.startedAt) / 1000;
     const detail = await injectFault(kind, setting).catch((error: Error) => `failed to inject: ${error.message}`);
     log.push({ at, kind, detail });
