@@ -126,6 +126,9 @@ async function migrateOnce(directUrl: string): Promise<void> {
 
 async function withClient<T>(connectionString: string, work: (client: pg.Client) => Promise<T>, startup: pg.ClientConfig = {}): Promise<T> {
   const client = new pg.Client({ connectionString, ...startup });
+  // A connection dropped between statements (a terminated backend) fails the next statement; unheard,
+  // its 'error' event would end the process.
+  client.on('error', () => {});
   await client.connect();
   try {
     return await work(client);

@@ -108,6 +108,10 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
       log.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
       await next();
       c.res.headers.set('X-Request-Id', requestId);
+      // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
+      // A client that asks again at once on a kept-alive connection (a long poll, answered at once
+      // while draining) would otherwise never leave it idle, and the drain would never end.
+      if (lifecycle.draining()) c.res.headers.set('Connection', 'close');
       const ms = Math.round(performance.now() - started);
       // Orchestrators probe every few seconds: their successes would drown the log.
       const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';

@@ -9,6 +9,7 @@ import { print } from 'graphql';
 import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
+import { positionCommittedEvents } from '../../src/domain/events/positions.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
@@ -423,4 +424,27 @@ test('shutdown ends every stream at once, on both transports', async () => {
   } finally {
     await own.close().catch(() => {});
   }
+});
+
+// Last in the file: it moves two events past the log's end, to positions of a new length.
+describe('replay order', () => {
+  test("after: the missed events come in the log's order, also where their positions gain a digit", async () => {
+    const world = await newWorld();
+    expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+    expect((await deactivateEmoji(world, 'owner', 'green_tick')).status).toBe(200);
+    await positionCommittedEvents(server.app.sql);
+    // The two events move to positions 10^k - 1 and 10^k past the log's end: in text, "10..0" sorts first.
+    const [{ end }] = await server.app.sql.rows<{ end: string }>('SELECT max(position)::text AS end FROM event', []);
+    const ninesPosition = 10 ** end!.length * 10 - 1;
+    await runOnTestDatabase(
+      `UPDATE event SET position = $2 + (SELECT count(*) FROM event later WHERE later."organizationId" = $1 AND later.type = 'realm_emoji' AND later.id < event.id)
+        WHERE "organizationId" = $1 AND type = 'realm_emoji'`,
+      [world.org.id, ninesPosition],
+    );
+    const resumed = subscribe('sse', server.url, world.users.member.auth, EmojiChanges, { after: Buffer.from(`event:${ninesPosition - 1}`).toString('base64url') });
+    open.push(resumed as OpenSubscription<unknown>);
+    expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
+    expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
+    expect(await resumed.next(300)).toBe('silent');
+  });
 });

@@ -83,6 +83,9 @@ export async function startDatabaseProxy(databaseUrl: string, options: { tls?: {
     }
     if (fault && fault !== 'no tls') return void client.end(fatal(fault.sqlstate, fault.message));
     const database = track(upstream());
+    // One side gone (a reset included, which pipe() does not pass on) takes the other with it, as a
+    // direct connection would: PostgreSQL then ends the backend and its locks.
+    for (const [side, other] of [[client, database], [database, client]] as const) side.on('close', () => other.destroy());
     database.write(packet);
     client.pipe(database).pipe(client);
     client.resume();

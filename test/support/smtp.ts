@@ -10,8 +10,12 @@ import { startTestServer } from './server.js';
 export interface MailReceiver {
   url: string;
   received: ParsedMail[];
+  /** When each of `received` arrived (Date.now()). */
+  receivedAt: number[];
   /** The next `count` messages are refused with a temporary failure (451). */
   refuseNext(count: number): void;
+  /** While on, every message is refused with a temporary failure (451): a mail server that is down for a while. */
+  setRefusing(on: boolean): void;
   /**
    * Holds the next message once its data has arrived, before answering: resolves when one is held,
    * with the function that lets it (and the messages after it) through.
@@ -27,7 +31,9 @@ export interface ReceiverOptions {
 
 export async function startMailReceiver(options: ReceiverOptions = {}): Promise<MailReceiver> {
   const received: ParsedMail[] = [];
+  const receivedAt: number[] = [];
   let refusals = 0;
+  let refusing = false;
   let hold: ((release: () => void) => void) | undefined;
   let gate: Promise<void> = Promise.resolve();
   const holdNext = () =>
@@ -55,24 +61,29 @@ export async function startMailReceiver(options: ReceiverOptions = {}): Promise<
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', async () => {
         await beforeAnswer();
-        if (refusals > 0) {
-          refusals--;
+        if (refusing || refusals > 0) {
+          if (!refusing) refusals--;
           callback(Object.assign(new Error('Mailbox busy, try again later'), { responseCode: 451 }));
           return;
         }
         simpleParser(Buffer.concat(chunks)).then((mail) => {
           received.push(mail);
+          receivedAt.push(Date.now());
           callback();
         }, callback);
       });
     },
   });
+  // A client that goes away mid-session (a server process killed) is no failure of the receiver.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
+    receivedAt,
     refuseNext: (count) => (refusals = count),
+    setRefusing: (on) => (refusing = on),
     holdNext,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -131,7 +131,7 @@ export class EventReader {
     // A full page means more is there: read on at once rather than a tick later.
     let rows: LoggedEventRow[];
     do {
-      rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY position LIMIT ${ROWS_PER_READ}`, [this.lastSeen]);
+      rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY event.position LIMIT ${ROWS_PER_READ}`, [this.lastSeen]);
       for (const row of rows) {
         const event = loggedEvent(row);
         this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);

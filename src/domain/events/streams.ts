@@ -68,7 +68,7 @@ const tooManyOfUser = () => badRequest(`A user may hold at most ${MAX_SUBSCRIPTI
 const FOLLOWED_EVENTS = `
   SELECT ${LOGGED_EVENT_COLUMNS} FROM event
    WHERE "organizationId" = $1 AND position > $2 AND ("recipientIds" = '{}' OR $3 = ANY("recipientIds")) AND type = ANY($4::text[])
-   ORDER BY position LIMIT ${REPLAY_PAGE}`;
+   ORDER BY event.position LIMIT ${REPLAY_PAGE}`;
 
 class EventStream implements AsyncIterableIterator<StreamItem> {
   private readonly held: LoggedEvent[] = [];
