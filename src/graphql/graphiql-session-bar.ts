@@ -5,6 +5,8 @@
 const STYLE = `
   body { display: flex; flex-direction: column; height: 100vh; margin: 0; }
   #root { flex: 1; min-height: 0; }
+  /* GraphiQL's own sheet makes its containers (two, nested) 100vh tall: below the bar it would lose its bottom edge. */
+  #root .graphiql-container { height: 100%; }
   #session-bar { flex: none; display: flex; gap: .8rem; align-items: center; justify-content: flex-end;
     padding: .3rem .8rem; font: 13px system-ui, sans-serif; background: #f0f1f4; border-bottom: 1px solid #dde; }
   #session-bar form { margin: 0; }

@@ -41,6 +41,18 @@ export async function replaceEditorText(page: Page, editorSelector: string, text
   await page.keyboard.press('ControlOrMeta+A');
   await page.keyboard.press('ControlOrMeta+V');
   await expect.poll(async () => plainText(await editor.locator('.view-lines').innerText())).toBe(text);
+  if (editorSelector === OPERATION_EDITOR) await operationsParsed(page, text);
+}
+
+/**
+ * Waits until GraphiQL has parsed the operation editor's `text`. It parses 100 ms after the last change
+ * (debounced), and until then its execute button acts on the operations it parsed before: after the
+ * two-operation example it is the menu that asks which one to run, and a click that opens it just
+ * before the parse shows one operation is lost (no menu stays open, no request goes out). In the same
+ * step as the parse GraphiQL stores the text under `graphiql:query`: that value is the positive signal.
+ */
+async function operationsParsed(page: Page, text: string) {
+  await expect.poll(() => page.evaluate(() => localStorage.getItem('graphiql:query'))).toBe(text);
 }
 
 /** Opens the Variables or Headers tab below the operation editor. */
