@@ -41,4 +41,4 @@ test('two processes starting at once against one PostgreSQL migrate it once; ope
     await dropDatabase(admin, name);
     await admin.end();
   }
-});
+}, 120_000);

@@ -82,7 +82,7 @@ async function follow<T, V>(transport: Transport, world: World, who: WorldUserNa
   const subscription = subscribe(transport, server.url, world.users[who].auth, document, variables);
   open.push(subscription as OpenSubscription<unknown>);
   // A first subscription after a long unread backlog positions it first (seconds through a pooler).
-  await eventually(() => server.app.eventStreams!.size > before, 15_000);
+  await eventually(() => server.app.eventStreams!.size > before, 60_000);
   return subscription;
 }
 
@@ -319,7 +319,7 @@ describe('credentials and origins', () => {
     const allowed = subscribe('ws', server.url, world.users.member.auth, EmojiChanges, {}, { headers: { origin: ALLOWED_ORIGIN } });
     open.push(allowed as OpenSubscription<unknown>);
     // Accepted: it follows the log and receives the organization's next event.
-    await eventually(() => server.app.eventStreams!.size > before, 15_000);
+    await eventually(() => server.app.eventStreams!.size > before, 60_000);
     expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
     expect(await allowed.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
     await allowed.close();
@@ -408,7 +408,7 @@ test('a backlog of more than one positioning batch committed before: neither a n
   expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
   const polled = await callApi(server.url, 'GET', '/events', { authorization: world.users.guest.auth, query: { queue_id: registered.body.queue_id, last_event_id: '-1' } });
   expect(polled.body.events).toHaveLength(1);
-});
+}, 120_000);
 
 test('shutdown ends every stream at once, on both transports', async () => {
   const own = await startTestServer();
