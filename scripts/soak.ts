@@ -215,9 +215,9 @@ async function main() {
     await checkInvitations(db, history, fail);
     await checkEmoji(db, history, fail);
     await checkFiles(db, history, join(workDir, 'uploads'), organizations.map((org) => org.id), fail);
-    await checkEmails(db, fleet.mail.received, fleet.mail.receivedAt.map((at) => at - startedAt), organizations.map((org) => org.id), fail);
+    const redeliveries = await checkEmails(db, fleet.mail.received, fleet.mail.receivedAt.map((at) => at - startedAt), faults, organizations.map((org) => org.id), fail);
     await checkLiveClients(db, liveClients, fail);
-    report(history, faults, liveClients, seed, fleet.mail.received.length);
+    report(history, faults, liveClients, seed, fleet.mail.received.length, redeliveries);
     const errors = fleet.servers.flatMap((server) => server.output.filter((line) => line.includes('"level":50') || line.includes('"level":60')));
     if (errors.length > 0) console.log(`\nThe servers' error log lines (the last ${errors.length}):\n${errors.map((line) => line.slice(0, 3000)).join('\n')}`);
   } finally {
@@ -237,7 +237,7 @@ async function main() {
   if (history.violations.length > 0) process.exitCode = 1;
 }
 
-function report(history: History, faults: FaultLog[], clients: LiveClient[], seed: number, emails: number) {
+function report(history: History, faults: FaultLog[], clients: LiveClient[], seed: number, emails: number, redeliveries: number) {
   const lines = [`# Fault soak, seed ${seed}`, ''];
   if (history.violations.length > 0) {
     lines.push(`**FAILED: ${history.violations.length} broken invariants:**`, '', ...history.violations.map((v) => `- ${v.replaceAll('\n', ' | ')}`), '');
@@ -253,7 +253,7 @@ function report(history: History, faults: FaultLog[], clients: LiveClient[], see
   lines.push(
     '',
     `Faults: ${[...byKind].map(([kind, n]) => `${kind} ${n}`).join(', ') || 'none'} (${faults.map((f) => `${f.at.toFixed(0)} s ${f.kind}: ${f.detail}`).join('; ')}).`,
-    `Live clients: ${clients.length}, ${received} events received, ${reconnections} reconnections. E-mails received: ${emails}.`,
+    `Live clients: ${clients.length}, ${received} events received, ${reconnections} reconnections. E-mails received: ${emails}, of which ${redeliveries} re-deliveries (a second copy, same Message-ID, of a message whose delivery overlapped a fault).`,
   );
   console.log(lines.join('\n'));
 }
