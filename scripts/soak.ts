@@ -45,6 +45,11 @@ const DRAIN_MS = 6 * 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const named = (url: string, database: string) => Object.assign(new URL(url), { pathname: `/${database}` }).toString();
 
+async function sweepFiles(env: Record<string, string>) {
+  const { stdout } = await promisify(execFile)(process.execPath, [...cliCommand(), 'sweep-files', '--grace-minutes', '0'], { env: { ...process.env, ...env } });
+  console.error(`soak: file sweep: ${stdout.trim().split('\n').pop()}`);
+}
+
 async function importOrganization(index: number, users: number, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<SoakOrganization> {
   const { file } = benchOrganization(`soak${index}`, { users, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 });
   const keys = file.users!.map((user) => (user.api_key = generateApiKey()));
@@ -205,6 +210,10 @@ async function main() {
     fleet.mail.setRefusing(false);
     await drainOutbox(db, history);
     await liveClientsCaughtUp(db, liveClients);
+    // Bytes a killed process left without a row (an upload stored, not committed; a deletion committed,
+    // its bytes not yet removed) are the file sweep's to remove: run it now, with no grace, as an
+    // operator would (README, "Uploads": npm run cli -- sweep-files).
+    await sweepFiles({ ...cliEnv, DATA_DIR: join(workDir, 'servers'), UPLOADS_DIR: join(workDir, 'uploads') }).catch((error: Error) => history.violation(`the file sweep failed: ${error.message}`));
     for (const client of liveClients) client.stop();
 
     const fail = (reason: string) => history.violation(reason);
