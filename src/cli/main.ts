@@ -8,6 +8,7 @@ import { databaseOptionsFor, openDatabase, type Database } from '../db/database.
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { openStorage } from '../storage/open-storage.js';
+import { sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { createUser, resetApiKey, setPasswordByAddress } from '../import/users.js';
 import { readPasswordLine } from './password-input.js';
@@ -74,6 +75,19 @@ const commands: Record<string, Command> = {
       console.log(`Password set for ${String(values.email)} in ${String(values.org)}.`);
     },
   },
+  'sweep-files': {
+    usage: 'sweep-files [--grace-minutes 60]',
+    summary: 'remove stored upload bytes that no file row names (left by a crash or a failed deletion), if older than the grace (default 60 minutes; uploads still being committed are younger)',
+    required: [],
+    positionals: 0,
+    async run(database, _positionals, values) {
+      const graceMinutes = Number(values['grace-minutes'] ?? 60);
+      if (!Number.isFinite(graceMinutes) || graceMinutes < 0) throw new UsageError('sweep-files: --grace-minutes must be a number of minutes, 0 or more.');
+      const { examined, removed } = await sweepOrphanFiles({ prisma: database.prisma, storage: await openStorage(loadConfig()) }, { graceMs: graceMinutes * 60_000 });
+      for (const key of removed) console.log(`removed ${key}`);
+      console.log(`${examined} stored files older than ${graceMinutes} minutes examined, ${removed.length} without a row removed`);
+    },
+  },
   'list-organizations': {
     usage: 'list-organizations',
     summary: 'id, string_id, name and number of users of every organization',
@@ -92,6 +106,7 @@ const OPTIONS = {
   email: { type: 'string' },
   name: { type: 'string' },
   role: { type: 'string' },
+  'grace-minutes': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   debug: { type: 'boolean' },
 } as const;

@@ -97,6 +97,12 @@ async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], option
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
   let idleConnectionFailed = (error: Error) => logger.warn({ err: error }, 'idle database connection failed');
   pool.on('error', (error) => idleConnectionFailed(error));
+  // A connection the database drops while the pool has lent it out and no statement is running on
+  // it (between two statements, or while the pool ends a client released with an error) emits
+  // 'error' on its client, which the pool hears only while the client is idle: unheard, that event
+  // ends the process (found by the fault soak with backends terminated). Heard always: the next
+  // statement on it fails instead, as an outage (outage-errors.ts).
+  pool.on('connect', (client) => client.on('error', () => {}));
   const prisma = new PrismaClient({ adapter: limit.prismaAdapter(new PrismaPg(pool)) });
   return {
     prisma,

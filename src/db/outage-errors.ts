@@ -27,6 +27,14 @@ const UNAVAILABLE_SQLSTATE = new RegExp(
 /** Prisma's own codes for the same (P1000-P1017: connection and authentication; P2024: no pool connection in time). */
 const UNAVAILABLE_PRISMA_CODES = new Set(['P1000', 'P1001', 'P1002', 'P1003', 'P1008', 'P1010', 'P1011', 'P1017', 'P2024']);
 
+/**
+ * Prisma's P2028 is any misuse of the transaction API (most are bugs), but this one is the pool giving
+ * no connection to begin an interactive transaction within its wait (as P2024 for a statement): the
+ * backends were terminated or the path cut while the pool replaced them.
+ */
+const TRANSACTION_NOT_STARTED = (fields: ErrorFields) =>
+  codesOf(fields).includes('P2028') && typeof fields.message === 'string' && fields.message.includes('Unable to start a transaction in the given time');
+
 /** Prisma's driver-adapter kinds for the same (@prisma/adapter-pg's convertDriverError). */
 const UNAVAILABLE_KINDS = new Set([
   'DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'DatabaseDoesNotExist',
@@ -39,11 +47,15 @@ const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 /** Node's TLS errors and OpenSSL's certificate verdicts (an untrusted, expired or misnamed certificate). */
 const TLS_CODE = /^(?:ERR_SSL_|ERR_TLS_)|^(?:DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|CERT_|HOSTNAME_MISMATCH$|INVALID_CA$)/;
 
-/** node-postgres's messages that carry no code. */
+/**
+ * node-postgres's messages that carry no code. Not anchored: Prisma rethrows a driver error it does
+ * not know (this one has no code) as an unknown request error whose message starts with the
+ * invocation site (`Invalid \`prisma.x.y()\` invocation:`) and ends with the driver's words.
+ */
 const UNAVAILABLE_MESSAGE = new RegExp(
   [
     'Connection terminated',
-    '^Client has encountered a connection error and is not queryable',
+    'Client has encountered a connection error and is not queryable',
     '^timeout exceeded when trying to connect',
     '^The server does not support SSL connections',
     '^There was an error establishing an SSL connection',
@@ -54,7 +66,7 @@ const UNAVAILABLE_MESSAGE = new RegExp(
 /** The ways a connection that was open breaks. */
 const LOST_CODES = new Set(['57P01', '57P02', '57P05', '08003', '08006', 'P1017', 'ECONNRESET', 'EPIPE']);
 const LOST_KIND = 'ConnectionClosed';
-const LOST_MESSAGE = /Connection terminated|^Client has encountered a connection error and is not queryable/;
+const LOST_MESSAGE = /Connection terminated|Client has encountered a connection error and is not queryable/;
 
 const saysLost = (fields: ErrorFields) =>
   fields.kind === LOST_KIND || codesOf(fields).some((code) => LOST_CODES.has(code)) || (typeof fields.message === 'string' && LOST_MESSAGE.test(fields.message));
@@ -66,6 +78,7 @@ const codesOf = ({ code, originalCode }: ErrorFields) => [code, originalCode].fi
 
 function saysUnavailable(fields: ErrorFields & { syscall?: unknown }): boolean {
   if (typeof fields.kind === 'string' && UNAVAILABLE_KINDS.has(fields.kind)) return true;
+  if (TRANSACTION_NOT_STARTED(fields)) return true;
   for (const code of codesOf(fields)) {
     if (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_PRISMA_CODES.has(code) || SOCKET_CODES.has(code) || TLS_CODE.test(code)) return true;
     // A Unix socket that is not there (the embedded PostgreSQL stopped); not a missing file of storage.

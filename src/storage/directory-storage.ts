@@ -1,12 +1,12 @@
 // Files under a directory on this machine: `<root>/<key>`, parent directories made on demand and
 // removed again when a deletion empties them (up to the root).
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, rmdir, stat, truncate, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, opendir, rename, rm, rmdir, stat, truncate, unlink, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { assertSafeKey, type ByteRange, type FileStorage } from './storage.js';
+import { assertSafeKey, type ByteRange, type FileStorage, type ListedObject } from './storage.js';
 
 const isMissing = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -78,6 +78,30 @@ export class DirectoryStorage implements FileStorage {
     }
     await this.removeEmptyParents(path);
     return true;
+  }
+
+  /** Files under `<root>/<prefix>` (the `.partial` files of writes that never finished included). */
+  async *list(prefix: string): AsyncIterable<ListedObject> {
+    yield* this.walk(prefix === '' ? this.root : this.pathOf(prefix.replace(/\/+$/, '')));
+  }
+
+  private async *walk(dir: string): AsyncIterable<ListedObject> {
+    let entries;
+    try {
+      entries = await opendir(dir);
+    } catch (error) {
+      if (isMissing(error) || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      throw error;
+    }
+    for await (const entry of entries) {
+      const path = resolve(dir, entry.name);
+      if (entry.isDirectory()) yield* this.walk(path);
+      else if (entry.isFile()) {
+        // Removed meanwhile (a deletion, a rename of a finished write): not listed.
+        const info = await stat(path).catch((error: unknown) => (isMissing(error) ? null : Promise.reject(error)));
+        if (info) yield { key: relative(this.root, path).split(sep).join('/'), modifiedAt: info.mtime };
+      }
+    }
   }
 
   /** rmdir each now-empty parent up to the root, stopping at the first that is not empty. */

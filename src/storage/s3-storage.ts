@@ -1,10 +1,10 @@
 // Objects in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2 ...), for deployments on several
 // machines: every server process sees the same files. Uploads are streamed as multipart uploads.
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, NoSuchKey, NotFound, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsCommand, NoSuchKey, NotFound, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import type { S3Config } from '../config.js';
-import { assertSafeKey, zeros, type ByteRange, type FileStorage } from './storage.js';
+import { assertSafeKey, zeros, type ByteRange, type FileStorage, type ListedObject } from './storage.js';
 
 const isMissing = (error: unknown) =>
   error instanceof NoSuchKey || error instanceof NotFound || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
@@ -68,6 +68,21 @@ export class S3Storage implements FileStorage {
     if (!(await this.stat(key))) return false;
     await this.client.send(new DeleteObjectCommand({ Bucket: this.config.bucket, Key: key }));
     return true;
+  }
+
+  /** ListObjects (version 1): every S3-compatible server has it (the test's s3rver refuses V2's signature). */
+  async *list(prefix: string): AsyncIterable<ListedObject> {
+    let Marker: string | undefined;
+    for (;;) {
+      const page = await this.client.send(new ListObjectsCommand({ Bucket: this.config.bucket, Prefix: prefix, Marker }));
+      const objects = page.Contents ?? [];
+      for (const object of objects) {
+        if (object.Key) yield { key: object.Key, modifiedAt: object.LastModified ?? new Date(0) };
+      }
+      // Without a delimiter, the next page starts after the last key of this one.
+      Marker = page.NextMarker ?? objects.at(-1)?.Key;
+      if (!page.IsTruncated || !Marker) return;
+    }
   }
 
   destroy() {

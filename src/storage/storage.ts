@@ -7,6 +7,13 @@ export interface StoredObjectInfo {
   size: number;
 }
 
+/** One stored object as a listing sees it. */
+export interface ListedObject {
+  key: string;
+  /** When its bytes were last written. */
+  modifiedAt: Date;
+}
+
 export interface ByteRange {
   /** Inclusive offsets, as in HTTP. */
   start: number;
@@ -26,6 +33,8 @@ export interface FileStorage {
   stat(key: string): Promise<StoredObjectInfo | null>;
   /** Removes the object; false when there was none. */
   delete(key: string): Promise<boolean>;
+  /** Every object whose key starts with `prefix` (a folder: `files/`), in no set order. */
+  list(prefix: string): AsyncIterable<ListedObject>;
 }
 
 export class UnsafeStorageKeyError extends Error {}
@@ -103,5 +112,15 @@ export function guarded(backend: FileStorage): FileStorage {
     read: (key, range) => attempt('read', key, () => backend.read(key, range)),
     stat: (key) => attempt('inspect', key, () => backend.stat(key)),
     delete: (key) => attempt('delete', key, () => backend.delete(key)),
+    list: (prefix) => guardedListing(prefix, backend.list(prefix)),
   };
+}
+
+async function* guardedListing(prefix: string, listing: AsyncIterable<ListedObject>): AsyncIterable<ListedObject> {
+  try {
+    yield* listing;
+  } catch (error) {
+    if (error instanceof UnsafeStorageKeyError) throw error;
+    throw new StorageError('list', prefix, error);
+  }
 }

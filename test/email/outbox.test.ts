@@ -86,6 +86,8 @@ test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped 
     }, 'the row to be marked sent');
     expect(row).toMatchObject({ toAddress: invitee, attempts: 1, lastError: null, kind: 'invitation' });
     expect(row.sentAt).toBeInstanceOf(Date);
+    // Stable per outbox row: a copy sent again after a crash is the same message (at-least-once delivery).
+    expect(mail!.messageId).toBe(`<outbox-${row.id}@teamchat.test>`);
   } finally {
     await server.close();
   }

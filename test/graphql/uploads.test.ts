@@ -135,20 +135,19 @@ describe('deleteAttachment', () => {
     expect(await counter(world)).toBe(before);
   });
 
-  test('D3: a storage failure refuses the deletion', async () => {
+  test('D3: a storage failure after the row is gone: the deletion stands (the bytes are left to the sweep)', async () => {
     const broken = await startUploadServer('directory');
     try {
       const world = await createWorld(broken.server.app.prisma);
+      const used = async () => Number((await broken.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id } })).uploadSpaceUsed);
+      const before = await used();
       const uploaded = (await upload(broken.server.url, world, 'stuck.txt', 'stuck')).data!.uploadFile;
       if (uploaded.__typename !== 'UploadFileSuccess') throw new Error(JSON.stringify(uploaded));
       await broken.breakStorage();
       const result = await gql(broken.server.url, DeleteAttachment, { id: uploaded.attachment.id }, world.users.member.auth);
-      expect(result.data!.deleteAttachment).toEqual({
-        __typename: 'BadRequestError',
-        message: 'An error occurred while deleting the attachment. Please try again later.',
-        code: 'BAD_REQUEST',
-      });
-      expect(await broken.server.app.prisma.attachment.count({ where: { id: uploaded.attachment.id } })).toBe(1);
+      expect(result.data!.deleteAttachment).toEqual({ __typename: 'DeleteAttachmentSuccess', id: uploaded.attachment.id, uploadSpaceUsed: before });
+      expect(await used()).toBe(before);
+      expect(await broken.server.app.prisma.attachment.count({ where: { id: uploaded.attachment.id } })).toBe(0);
     } finally {
       await broken.close();
     }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { classifyDatabaseError } from '../../src/db/outage-errors.js';
 import type { EventReader } from '../../src/domain/events/reader.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { makeCertificates, type Certificates } from '../support/certificates.js';
@@ -164,6 +165,35 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
       expect.objectContaining({ level: 30, codes: expect.arrayContaining(['57P01']) }),
     ]);
     expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+});
+
+describe('the forms a lost connection takes through the driver and Prisma are outages too, not bugs (found by the fault soak)', () => {
+  test("node-postgres's \"not queryable\" client, as the driver throws it and as Prisma rethrows it (no code, the invocation site first)", async () => {
+    const client = await connectToTestDatabase();
+    client.on('error', () => {});
+    const admin = await connectToTestDatabase();
+    let thrown: unknown;
+    try {
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await until(async () => (thrown = await client.query('SELECT 1').then(() => undefined, (error: unknown) => error)) !== undefined && /not queryable/.test(String(thrown)));
+    } finally {
+      await admin.end();
+      await client.end().catch(() => {});
+    }
+    expect(classifyDatabaseError(thrown)).toBe('lost');
+    const rethrown = Object.assign(new Error(`\nInvalid \`prisma.invitation.findMany()\` invocation:\n\n\n${(thrown as Error).message}`), { clientVersion: '7' });
+    expect(classifyDatabaseError(rethrown)).toBe('lost');
+  });
+
+  test("Prisma's P2028 when no connection could begin a transaction in time; other misuses of the transaction API stay bugs", async () => {
+    const error = await server.app.prisma.$transaction(async () => {}, { maxWait: 1 }).then(() => null, (caught: unknown) => caught);
+    // maxWait 1 ms may still win the race on an idle pool; then the shape is Prisma's documented one.
+    const notStarted = error ?? Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' });
+    expect(notStarted).toMatchObject({ code: 'P2028', message: expect.stringContaining('Unable to start a transaction in the given time') });
+    expect(classifyDatabaseError(notStarted)).toBe('unavailable');
+    expect(classifyDatabaseError(Object.assign(new Error('Transaction API error: Transaction not found.'), { code: 'P2028' }))).toBeNull();
   });
 });
 

@@ -6,6 +6,7 @@ import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
+import { logger } from '../../logging.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
 import { idColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
@@ -226,10 +227,13 @@ export const attachmentEvent = (owner: Actor, change: { op: 'add' | 'remove' | '
 export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(gb) << 30n);
 
 /**
- * Deletes one of the caller's own files: its stored bytes first (uploads.md section 4; bytes
- * already missing are only logged), then its row, links and counted bytes. Unknown ids, other
- * users' and other organizations' files all get the same answer, so nobody learns which ids exist.
- * Messages keep their (now dead) links.
+ * Deletes one of the caller's own files: its row, links and counted bytes in one transaction, then
+ * (after the commit) its stored bytes. The database is the source of truth: bytes whose removal
+ * fails (or whose process dies first) are left to the sweep (sweep-files.ts), never a row without
+ * bytes. (The reference removes the bytes first and answers a storage failure with an error; here
+ * that failure is logged and the deletion stands.) Unknown ids, other users' and other
+ * organizations' files all get the same answer, so nobody learns which ids exist. Messages keep
+ * their (now dead) links.
  */
 export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachmentId: number): Promise<{ uploadSpaceUsed: bigint }> {
   const invalid = () => badRequest('Invalid attachment');
@@ -237,24 +241,23 @@ export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachm
   const where = { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId };
   const row = await app.prisma.attachment.findFirst({ where, select: { id: true, size: true, pathId: true } });
   if (!row) throw invalid();
-  await removeStoredBytes(app, row.pathId);
   const uploadSpaceUsed = await app.prisma.$transaction(async (tx) => {
     const total = await removeAttachmentRow(tx, actor.organizationId, row);
     if (total !== null) await recordEvent(tx, attachmentEvent(actor, { op: 'remove', attachment: { id: row.id } }, total));
     return total;
   });
-  // A concurrent deletion of the same file won the race.
+  // A concurrent deletion of the same file won the race (and removes the bytes).
   if (uploadSpaceUsed === null) throw invalid();
+  await removeStoredBytes(app, row.pathId);
   return { uploadSpaceUsed };
 }
 
+/** After the row is gone: a failure leaves the bytes to the sweep. */
 async function removeStoredBytes(app: AppContext, pathId: string) {
-  let removed: boolean;
   try {
-    removed = await app.storage.delete(fileKey(pathId));
+    const removed = await app.storage.delete(fileKey(pathId));
+    if (!removed) (app.log ?? logger).warn({ pathId }, 'the deleted file had no stored bytes');
   } catch (error) {
-    console.error(`Deleting the stored file ${pathId} failed:`, error);
-    throw badRequest('An error occurred while deleting the attachment. Please try again later.');
+    (app.log ?? logger).warn({ pathId, err: error }, 'removing the stored bytes of a deleted file failed; the file sweep removes them later');
   }
-  if (!removed) console.warn(`${pathId} does not exist. Its entry in the database will be removed.`);
 }

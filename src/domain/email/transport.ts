@@ -23,6 +23,16 @@ export interface MailTransport {
   readonly description: string;
 }
 
+/**
+ * The Message-ID of an outbox row, the same for every attempt by every process: when a process dies
+ * after the mail server took a message but before its row was marked SENT, the copy another worker
+ * sends later is the same message, which mail systems recognise as a duplicate.
+ */
+export function outboxMessageId(emailId: number, from: string): string {
+  const domain = /@([^>\s]+)>?\s*$/.exec(from)?.[1] ?? 'localhost';
+  return `<outbox-${emailId}@${domain}>`;
+}
+
 // Well inside half the outbox's claim lease (worker.ts), so an attempt never outlives its claim.
 const SMTP_TIMEOUTS = { connectionTimeout: 8_000, greetingTimeout: 5_000, socketTimeout: 10_000 };
 
@@ -46,7 +56,7 @@ function smtpTransport(smtpUrl: string, from: string): MailTransport {
   return {
     description: `SMTP server ${url.protocol}//${url.host}`,
     async deliver(email) {
-      await (await transporter.get()).sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+      await (await transporter.get()).sendMail({ messageId: outboxMessageId(email.id, from), to: email.to, subject: email.subject, text: email.text, html: email.html });
     },
     close: transporter.close,
   };
@@ -57,7 +67,7 @@ function fileTransport(directory: string, from: string): MailTransport {
   return {
     description: `files in ${directory}`,
     async deliver(email) {
-      const info = await (await composer.get()).sendMail({ to: email.to, subject: email.subject, text: email.text, html: email.html });
+      const info = await (await composer.get()).sendMail({ messageId: outboxMessageId(email.id, from), to: email.to, subject: email.subject, text: email.text, html: email.html });
       await mkdir(directory, { recursive: true });
       const path = join(directory, `${String(email.id).padStart(8, '0')}-${randomBytes(4).toString('hex')}.eml`);
       await writeFile(path, info.message as Buffer);

@@ -14,6 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Prisma } from '../../db/database.js';
+import { classifyDatabaseError } from '../../db/outage-errors.js';
 import { logger } from '../../logging.js';
 import { countDeliveries } from '../../metrics/outbox.js';
 import type { MailTransport } from './transport.js';
@@ -71,6 +72,9 @@ const MAX_DEFERRAL_MS = 10_000;
 const ASSUMED_DELIVERY_MS = 100;
 /** After stop(), how long the e-mail in flight may take before it is abandoned (process managers kill at 10 s). */
 const STOP_GRACE_MS = 5_000;
+/** Marking delivered e-mails SENT through a lost connection: 6 tries over 7.5 s (a cut path, terminated backends), inside the 40 s lease. */
+const MARK_SENT_ATTEMPTS = 6;
+const MARK_SENT_RETRY_MS = 500;
 
 export class OutboxWorker {
   private readonly options: OutboxOptions;
@@ -271,9 +275,25 @@ export class OutboxWorker {
     this.averageDeliveryMs = 0.8 * this.averageDeliveryMs + 0.2 * Math.max(ms, 0.1);
   }
 
-  /** One statement for the batch; each row only while this worker's claim stands (the attempt count is the claim's). */
+  /**
+   * One statement for the batch; each row only while this worker's claim stands (the attempt count is
+   * the claim's). The mail server has taken these: a lost connection is retried (bounded, well inside
+   * the lease), since once the lease ends another worker sends them again (at least once: each copy
+   * carries the same Message-ID, transport.ts).
+   */
   private async markSent(emails: ClaimedEmail[]): Promise<void> {
     if (emails.length === 0) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.markSentOnce(emails);
+      } catch (error) {
+        if (attempt >= MARK_SENT_ATTEMPTS || classifyDatabaseError(error) === null || this.abandon.signal.aborted) throw error;
+        await sleep(MARK_SENT_RETRY_MS * attempt);
+      }
+    }
+  }
+
+  private async markSentOnce(emails: ClaimedEmail[]): Promise<void> {
     await this.prisma.$executeRaw`
       UPDATE outbox_email SET status = 'SENT', "sentAt" = ${new Date()}::timestamp(3), "lastError" = NULL
       FROM unnest(${emails.map((e) => e.id)}::int[], ${emails.map((e) => e.attempts)}::int[]) AS sent(id, attempts)

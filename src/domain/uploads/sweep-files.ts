@@ -1,0 +1,47 @@
+// The database is the source of truth for uploaded files: a file exists when its attachment row does.
+// Bytes can outlive their row (a process killed between storing an upload and committing its row, a
+// write that never finished, a deletion whose storage step failed after the row was gone); this
+// sweep finds stored objects under `files/` older than a grace period that no row names, and removes
+// them. The grace keeps it away from uploads still between their write and their commit.
+import type { Prisma } from '../../db/database.js';
+import type { FileStorage } from '../../storage/storage.js';
+import { fileKey } from './paths.js';
+
+const FILES_PREFIX = fileKey('');
+/** Rows looked up per statement. */
+const BATCH = 500;
+
+export interface SweepResult {
+  /** Objects under files/ older than the grace. */
+  examined: number;
+  /** Keys of the objects removed (no row names them). */
+  removed: string[];
+}
+
+export async function sweepOrphanFiles(app: { prisma: Prisma; storage: FileStorage }, { graceMs, now = new Date() }: { graceMs: number; now?: Date }): Promise<SweepResult> {
+  const olderThan = now.getTime() - graceMs;
+  const result: SweepResult = { examined: 0, removed: [] };
+  let batch: string[] = [];
+  const sweep = async () => {
+    result.removed.push(...(await removeUnnamed(app, batch)));
+    batch = [];
+  };
+  for await (const object of app.storage.list(FILES_PREFIX)) {
+    if (object.modifiedAt.getTime() > olderThan) continue;
+    result.examined++;
+    batch.push(object.key);
+    if (batch.length === BATCH) await sweep();
+  }
+  if (batch.length > 0) await sweep();
+  return result;
+}
+
+/** Removes the objects of `keys` that no attachment row names; returns their keys. */
+async function removeUnnamed(app: { prisma: Prisma; storage: FileStorage }, keys: string[]): Promise<string[]> {
+  const pathIds = keys.map((key) => key.slice(FILES_PREFIX.length));
+  const rows = await app.prisma.$queryRaw<{ pathId: string }[]>`SELECT "pathId" FROM attachment WHERE "pathId" = ANY(${pathIds}::text[])`;
+  const named = new Set(rows.map((row) => row.pathId));
+  const orphans = keys.filter((_key, i) => !named.has(pathIds[i]!));
+  for (const key of orphans) await app.storage.delete(key);
+  return orphans;
+}
