@@ -32,12 +32,14 @@ export async function listenForNotifications(connectionString: string, subscribe
     for (const channel of byChannel.keys()) await next.query(`LISTEN ${channel}`);
     for (const subscriber of subscribers) if (!stopped && client === next) await subscriber.listening(true, next);
   };
-  const lost = (which: pg.Client) => {
-    if (client !== which) return;
+  // A connection's failure may be heard twice (its 'error' or 'end', and its connect() rejecting): the
+  // first one retries; a later one finds another client, or none, current and does nothing.
+  const lost = (which: pg.Client | undefined) => {
+    if (which === undefined || client !== which) return;
     void turnOff();
     client = undefined;
     which.end().catch(() => {});
-    if (!stopped) retry = setTimeout(() => void connect().catch(() => lost(client!)), RECONNECT_MS).unref();
+    if (!stopped) retry = setTimeout(() => void connect().catch(() => lost(client)), RECONNECT_MS).unref();
   };
   try {
     await connect();
