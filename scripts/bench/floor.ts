@@ -85,46 +85,37 @@ async function withinRateLimits(caller: Caller): Promise<boolean> {
   return rows.every((row) => row.count <= rateRules[keys.indexOf(row.key)]!.maxRequests);
 }
 
+/** The caller's files by the server's own statement of the list (rows, messages as arrays), as the server sends it. */
 async function ownAttachments(caller: Caller, withDates: boolean) {
-  const messages = withDates
-    ? `coalesce(json_agg(json_build_object('id', m.id, 'dateSent', floor(extract(epoch FROM m."dateSent"))::int) ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '[]')`
-    : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}')`;
-  const [list, total] = await Promise.all([
-    pool.query(
-      `SELECT a.id, a.name, a."pathId", a.size::float8 AS size, floor(extract(epoch FROM a."createTime"))::int AS "createTime", ${messages} AS messages
-         FROM attachment a LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
-         ${withDates ? 'LEFT JOIN message m ON m.id = ma."messageId"' : ''}
-        WHERE a."ownerId" = $1 AND a."organizationId" = $2 GROUP BY a.id ORDER BY a.id`,
-      [caller.id, caller.organizationId],
-    ),
-    // The organization's cached counter, as the server reads it.
-    pool.query(`SELECT "uploadSpaceUsed"::float8 AS total FROM organization WHERE id = $1`, [caller.organizationId]),
-  ]);
-  return { rows: list.rows, total: total.rows[0].total as number };
+  const { text, values } = ownAttachmentsListStatement(caller, withDates);
+  const { rows } = await pool.query(text, values);
+  return { files: rows.filter((row) => row.id !== null), total: Number(rows[0].uploadSpaceUsed) };
 }
 
 async function restAttachments(caller: Caller, res: ServerResponse) {
-  const { rows, total } = await ownAttachments(caller, false);
+  const { files, total } = await ownAttachments(caller, false);
   send(res, 200, {
     result: 'success',
     msg: '',
-    attachments: rows.map((a) => ({ id: a.id, name: a.name, path_id: a.pathId, size: a.size, create_time: a.createTime, message_ids: a.messages })),
+    attachments: files.map((a) => ({ id: a.id, name: a.name, path_id: a.pathId, size: Number(a.size), create_time: a.createTime, message_ids: a.messageIds })),
     upload_space_used: total,
   });
 }
 
+/** A file as the GraphQL requests ask for it. */
+const graphqlFile = (a: Record<string, any>) => ({
+  id: a.id,
+  name: a.name,
+  pathId: a.pathId,
+  url: `${serverUrl}/user_uploads/${a.pathId}`,
+  size: Number(a.size),
+  createTime: a.createTime,
+  messages: a.messageIds.map((id: number, i: number) => ({ id, dateSent: a.messageTimes[i] })),
+});
+
 async function graphqlAttachments(caller: Caller, res: ServerResponse) {
-  const { rows, total } = await ownAttachments(caller, true);
-  const attachments = rows.map((a) => ({
-    id: a.id,
-    name: a.name,
-    pathId: a.pathId,
-    url: `${serverUrl}/user_uploads/${a.pathId}`,
-    size: a.size,
-    createTime: a.createTime,
-    messages: a.messages,
-  }));
-  send(res, 200, { data: { attachments: { uploadSpaceUsed: total, attachments } } }, 'application/graphql-response+json; charset=utf-8');
+  const { files, total } = await ownAttachments(caller, true);
+  send(res, 200, { data: { attachments: { uploadSpaceUsed: total, attachments: files.map(graphqlFile) } } }, 'application/graphql-response+json; charset=utf-8');
 }
 
 /** The first page of the caller's files: the server's own statement (one extra row says whether more follow). */
@@ -132,15 +123,7 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
   const { text, values } = ownAttachmentsListStatement(caller, true, ATTACHMENT_PAGE_SIZE + 1);
   const { rows } = await pool.query(text, values);
   const files = rows.filter((row) => row.id !== null);
-  const nodes = files.slice(0, ATTACHMENT_PAGE_SIZE).map((a) => ({
-    id: a.id,
-    name: a.name,
-    pathId: a.pathId,
-    url: `${serverUrl}/user_uploads/${a.pathId}`,
-    size: Number(a.size),
-    createTime: a.createTime,
-    messages: a.messageIds.map((id: number, i: number) => ({ id, dateSent: a.messageTimes[i] })),
-  }));
+  const nodes = files.slice(0, ATTACHMENT_PAGE_SIZE).map(graphqlFile);
   const last = nodes.at(-1);
   const pageInfo = { endCursor: last ? encodeCursor({ name: 'attachment', columns: [], descending: false }, [last.id]) : null, hasNextPage: files.length > ATTACHMENT_PAGE_SIZE };
   send(res, 200, { data: { me: { attachmentPage: { nodes, pageInfo } } } }, 'application/graphql-response+json; charset=utf-8');

@@ -2,7 +2,7 @@
 // floor; their resident memory read from /proc, and their SQL statement counts (SIGUSR2).
 import pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -44,24 +44,33 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * The process's standard output (its log, a line per request) goes to `<dataDir>/stdout.log`, as a
+ * deployment's would go to a file or journal: read line by line here, it made the bench process (which
+ * also runs the load) work for every request of the server's rounds and none of the floor's.
+ */
 export async function startProcess(name: string, args: string[], env: Record<string, string | undefined>, dataDir: string): Promise<BenchProcess> {
   const port = await freePort();
+  mkdirSync(dataDir, { recursive: true });
+  const logFile = join(dataDir, 'stdout.log');
+  const stdout = openSync(logFile, 'a');
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, SQL_STATEMENT_COUNTER: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdout, 'pipe'],
   });
-  const output: string[] = [];
+  closeSync(stdout);
+  const errors: string[] = [];
   const counts: ((n: number) => void)[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  createInterface({ input: child.stderr! }).on('line', (line) => {
     if (line.startsWith(STATEMENT_COUNT_PREFIX)) counts.shift()?.(Number(line.slice(STATEMENT_COUNT_PREFIX.length)));
-    else output.push(line);
+    else errors.push(line);
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => output.push(line));
+  const output = () => [...lastLines(logFile, 20), ...errors.slice(-20)];
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(url, child, output);
   let exitExpected = false;
   child.once('exit', (code, signal) => {
-    if (!exitExpected) violation(name, `the process died (exit ${code ?? signal}):\n${output.slice(-20).join('\n')}`);
+    if (!exitExpected) violation(name, `the process died (exit ${code ?? signal}):\n${output().join('\n')}`);
   });
   return {
     name,
@@ -87,9 +96,11 @@ export async function startProcess(name: string, args: string[], env: Record<str
   };
 }
 
-export async function waitUntilServing(url: string, child: ChildProcess, output: string[]) {
+const lastLines = (file: string, count: number) => (existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-count) : []);
+
+export async function waitUntilServing(url: string, child: ChildProcess, output: () => string[]) {
   for (let attempt = 0; attempt < 600; attempt++) {
-    if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode}):\n${output.join('\n')}`);
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited (${child.exitCode}):\n${output().join('\n')}`);
     try {
       const response = await fetch(`${url}/health`);
       await response.arrayBuffer();
@@ -99,7 +110,7 @@ export async function waitUntilServing(url: string, child: ChildProcess, output:
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`${url} did not answer /health within 60 s:\n${output.join('\n')}`);
+  throw new Error(`${url} did not answer /health within 60 s:\n${output().join('\n')}`);
 }
 
 /** Resident memory of one process (VmRSS), in bytes; 0 once it has gone. */

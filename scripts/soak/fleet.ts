@@ -69,7 +69,7 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
       started.once('exit', (code, signal) => {
         if (child === started && !signalled) unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${output.slice(-40).join('\n')}`);
       });
-      await waitUntilServing(url, started, output);
+      await waitUntilServing(url, started, () => output);
     },
     async signal(signal) {
       const running = child;

@@ -57,5 +57,5 @@ export function captureStatements(pattern: RegExp): CapturedStatement[] {
 
 if (process.env.SQL_STATEMENT_COUNTER === '1') {
   const total = countStatements();
-  process.on('SIGUSR2', () => process.stdout.write(`${STATEMENT_COUNT_PREFIX}${total()}\n`));
+  process.on('SIGUSR2', () => process.stderr.write(`${STATEMENT_COUNT_PREFIX}${total()}\n`));
 }

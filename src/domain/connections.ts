@@ -140,7 +140,7 @@ export async function connectionPage<Row>(list: KeysetList<Row>, args: PageArgum
   const more = rows.length > size;
   const page = rows.slice(0, size);
   if (backward) page.reverse();
-  const edges = page.map((node) => ({ cursor: encodeCursor(list.order, list.keyOf(node)), node }));
+  const edges = page.map((node) => new Edge(node, list));
   return {
     edges,
     pageInfo: {
@@ -151,6 +151,18 @@ export async function connectionPage<Row>(list: KeysetList<Row>, args: PageArgum
     },
     totalCount: () => list.count(),
   };
+}
+
+/** A row and its cursor, encoded when asked for: most pages ask for the end cursor alone. */
+class Edge<Row> {
+  constructor(
+    readonly node: Row,
+    private readonly list: Pick<KeysetList<Row>, 'order' | 'keyOf'>,
+  ) {}
+
+  get cursor(): string {
+    return encodeCursor(this.list.order, this.list.keyOf(this.node));
+  }
 }
 
 function pageSize({ first, last }: PageArguments): { size: number; backward: boolean } {

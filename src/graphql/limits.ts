@@ -16,6 +16,7 @@ import {
   parse,
   type DocumentNode,
   type FragmentDefinitionNode,
+  type OperationDefinitionNode,
   type GraphQLSchema,
   type SelectionSetNode,
   type ValidationContext,
@@ -113,11 +114,28 @@ function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: numbe
   if (operation && getVariableValues(schema, operation.variableDefinitions ?? [], params?.variables ?? {}, { maxErrors: 1 }).errors) return null;
   let cost: number;
   try {
-    cost = getComplexity({ schema, query: document, variables: params?.variables ?? {}, operationName: params?.operationName, estimators: [listCost] });
+    cost = operationCost(schema, document, operation, params);
   } catch (error) {
     return error instanceof GraphQLError ? error : createGraphQLError('Query cost could not be computed.');
   }
   return cost > limit ? createGraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`) : null;
+}
+
+/** Costs of operations without variables, which depend on their document alone, by document and operation name. */
+const costsWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
+
+/** The operation's cost; computed once per document when the operation declares no variables (a walk of the whole document). */
+function operationCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode | null | undefined, params: RequestParams['params']): number {
+  const compute = () => getComplexity({ schema, query: document, variables: params?.variables ?? {}, operationName: params?.operationName, estimators: [listCost] });
+  if (!operation || operation.variableDefinitions?.length) return compute();
+  let costs = costsWithoutVariables.get(document);
+  if (!costs) costsWithoutVariables.set(document, (costs = new Map()));
+  const name = params?.operationName ?? '';
+  const cached = costs.get(name);
+  if (cached !== undefined) return cached;
+  const cost = compute();
+  costs.set(name, cost);
+  return cost;
 }
 
 /** Parses within the token limit; a stack overflow (nesting) is a syntax error, not a crash. */

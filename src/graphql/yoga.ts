@@ -3,7 +3,7 @@
 // answers, and the per-user rate limit counting every mutation field.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
-import { createGraphQLError, createYoga, maskError, useExecutionCancellation, type Plugin } from 'graphql-yoga';
+import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, authenticateSession } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
@@ -139,6 +139,17 @@ function rateCountedFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLCo
   };
 }
 
+/**
+ * A subscriber that goes away frees its subscription at once, not at the next keep-alive ping: Yoga's
+ * useExecutionCancellation for subscriptions alone. For queries and mutations it read the request's
+ * abort signal (an AbortController per request) that compiled execution never looks at.
+ */
+const subscriptionCancellation: Plugin = {
+  onSubscribe({ args, context }) {
+    (args as { signal?: AbortSignal }).signal = (context as { request?: Request }).request?.signal;
+  },
+};
+
 const callerOf = (context: object) => (context as Partial<ServerContext>).caller?.actor ?? null;
 
 /**
@@ -201,8 +212,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       ...(app.metrics ? graphqlMetrics(app.metrics) : []),
       // Executes queries and mutations compiled (this API has no @defer or @stream).
       ...compiledExecution(schema, app.log ?? logger),
-      // A subscriber that goes away frees its subscription at once, not at the next keep-alive ping.
-      useExecutionCancellation(),
+      subscriptionCancellation,
       csrfPrevention(),
       documentSizePlugin(app.config.graphqlLimits, isAuthenticated),
       ...persistedDocumentsPlugins(trusted, mayRunAnyDocument, registrationCounter(app)),
@@ -212,14 +222,19 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     ],
     context: ({ caller }) => newContext(app, caller),
   });
+  // Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
+  // handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
+  // per request) to race the answer against a client that left: @hono/node-server already stops
+  // writing to a closed connection.
+  const handleRequest = yoga.handleRequest;
   return {
     getEnveloped: yoga.getEnveloped,
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(request: Request, clientAddress: string): Promise<Response> {
-      if (request.method === 'OPTIONS') return yoga.fetch(request, { caller: anonymousCaller(), clientAddress });
+      if (request.method === 'OPTIONS') return handleRequest(request, { caller: anonymousCaller(), clientAddress });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
-      const response = await yoga.fetch(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress });
+      const response = await handleRequest(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

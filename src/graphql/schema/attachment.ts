@@ -38,17 +38,18 @@ export const Attachment = builder.objectRef<AttachmentShape>('Attachment').imple
       description: '{server_url}/user_uploads/<path_id>',
       resolve: (a, _args, context) => attachmentUrl(context.app.config.serverUrl, a.pathId),
     }),
-    size: t.field({ type: 'SafeInt', description: 'Bytes.', resolve: (a) => a.size }),
+    // Exposed rather than resolved: compiled execution reads a property where it would call a
+    // resolver with an info object of its own, for every file of a list.
+    size: t.expose('size', { type: 'SafeInt', description: 'Bytes.' }),
     createTime: t.expose('createTime', { type: 'SafeInt', description: 'UNIX time in seconds.' }),
     messageIds: t.field({
       type: ['Int'],
       description: 'Messages, by any user of the organization, that reference the file.',
       resolve: (a) => a.messages.map((m) => m.id),
     }),
-    messages: t.field({
+    messages: t.expose('messages', {
       type: [AttachmentMessage],
       description: 'The same messages with their send times, loaded in one batch for all attachments.',
-      resolve: (a) => a.messages,
     }),
   }),
 });
