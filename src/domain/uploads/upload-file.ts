@@ -6,11 +6,10 @@ import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { insertAttachments } from '../attachments/upload-space.js';
-import { attachmentEvent, attachmentListItem, quotaInBytes, type AttachmentRecord } from '../attachments/attachments.js';
+import { attachmentEvent, attachmentListItem, listedAttachment, quotaInBytes, type AttachmentRecord } from '../attachments/attachments.js';
 import { recordEvent } from '../events/log.js';
 import { clientBasename, contentTypeFor, fitName, sanitizeName, unquote } from './file-names.js';
 import { fileKey, newPathId } from './paths.js';
-import { unixSeconds } from '../time.js';
 
 export interface IncomingFile {
   /** The file name the client sent (a path is reduced to its last segment). */
@@ -132,7 +131,7 @@ async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload)
         where: { id: row!.id },
         select: { id: true, name: true, pathId: true, size: true, createTime: true },
       });
-      const listed = { ...stored, createTime: unixSeconds(stored.createTime), messageIds: [] };
+      const listed = { ...listedAttachment(stored), messageIds: [] };
       await recordEvent(tx, attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size));
       return stored;
     });

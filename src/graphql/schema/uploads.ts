@@ -1,11 +1,10 @@
 // uploadFile and deleteAttachment: the upload and attachment services behind the GraphQL door.
 import { Readable } from 'node:stream';
-import { deleteOwnAttachment } from '../../domain/attachments/attachments.js';
+import { deleteOwnAttachment, listedAttachment } from '../../domain/attachments/attachments.js';
 import { uploadFile, type IncomingFile } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { Attachment, type AttachmentShape } from './attachment.js';
-import { unixSeconds } from './scalars.js';
 import { BadRequestError, asResult, type ErrorShape } from './errors.js';
 
 /** A multipart request's file as the services take it. */
@@ -53,7 +52,7 @@ builder.mutationField('uploadFile', (t) =>
       asResult(async () => {
         const { attachment, filename } = await uploadFile(context.app, actorOf(context), incomingFile(args.file));
         // A new upload is linked from no message yet.
-        return { attachment: { ...attachment, createTime: unixSeconds(attachment.createTime), messages: [] }, filename };
+        return { attachment: { ...listedAttachment(attachment), messages: [] }, filename };
       }),
   }),
 );
