@@ -11,6 +11,8 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { ownAttachmentsListStatement } from '../src/domain/attachments/attachments.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
+import { generateConfirmationKey } from '../src/domain/invitations/confirmation-key.js';
+import { pendingInvitationsStatement } from '../src/domain/invitations/manage.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
 import { statementsPerSecond } from './bench/database-limit.js';
@@ -23,7 +25,7 @@ import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './ben
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
@@ -121,6 +123,35 @@ const graphqlAttachmentPage = (org: Organization): ScenarioSpec => ({
   databaseStatement: ownAttachmentsListStatement(administrator(org), true, ATTACHMENT_PAGE_SIZE + 1),
 });
 
+/**
+ * Query.invitations of an administrator while the organization holds LISTED_INVITATIONS pending
+ * invitations (this scenario comes before the invitation rounds; its reset revokes any others).
+ */
+function graphqlInvitations(org: Organization, db: pg.Pool): ScenarioSpec {
+  return {
+    method: 'POST',
+    path: '/graphql',
+    headers: { ...asAdministrator(org), 'content-type': 'application/json' },
+    body: JSON.stringify({ query: INVITATIONS_QUERY }),
+    databaseStatement: pendingInvitationsStatement({ ...administrator(org), role: 200 }),
+    reset: () => pendingInvitations(db, org),
+  };
+}
+
+async function pendingInvitations(db: pg.Pool, org: Organization) {
+  const { rows } = await db.query(`SELECT count(*)::int AS pending FROM invitation WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
+  if (rows[0].pending === LISTED_INVITATIONS) return;
+  await db.query(`UPDATE invitation SET status = 'REVOKED' WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
+  const now = Date.now();
+  const listed = Array.from({ length: LISTED_INVITATIONS }, (_, k) => k);
+  await db.query(
+    `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
+     SELECT $1, 'listed-' || k || '@invitees.example', $2, 400, $3::timestamp(3) - make_interval(secs => k), $3::timestamp(3) + interval '10 days', key
+       FROM unnest($4::int[], $5::text[]) AS t(k, key)`,
+    [org.id, org.administratorId, new Date(now).toISOString(), listed, listed.map(() => generateConfirmationKey())],
+  );
+}
+
 function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {
   let emoji = 0;
   return {
@@ -181,6 +212,7 @@ const SCENARIOS: RegisteredScenario[] = [
   { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
   { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
   { name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`, organization: 'main', build: graphqlAttachmentPage },
+  { name: `GraphQL invitations (${LISTED_INVITATIONS} pending)`, organization: 'main', build: graphqlInvitations },
   { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
   { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, db) => invites(org, db, 1) },
   { name: 'POST /api/v1/invites, 100 addresses', organization: 'main', build: (org, db) => invites(org, db, 100) },

@@ -40,6 +40,8 @@ function differentWrites(floor: WrittenRows | undefined, real: WrittenRows | und
 
 /** The answer both give to the scenario's request (the same bytes); throws when they differ. */
 export async function agreedAnswer(scenario: Scenario, { floor, real }: Pair): Promise<Answer> {
+  // The state the rounds start from (e.g. the invitations a list shows).
+  await scenario.reset?.();
   const [a, b] = [await answerOnce(scenario, floor), await answerOnce(scenario, real)];
   if (a.status !== b.status || !a.body.equals(b.body)) {
     throw new Error(`${scenario.name}: the floor answered ${a.status} ${excerpt(a.body.toString())}\nthe server answered ${b.status} ${excerpt(b.body.toString())}`);

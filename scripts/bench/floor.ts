@@ -16,7 +16,7 @@ import { generateConfirmationKey } from '../../src/domain/invitations/confirmati
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { encodeCursor } from '../../src/domain/connections.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY } from './organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
 // The bench leaves the backends of connections named "bench..." out of the database's memory.
 // Number arrays parsed as the server's pool parses them.
@@ -129,6 +129,31 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
   send(res, 200, { data: { me: { attachmentPage: { nodes, pageInfo } } } }, 'application/graphql-response+json; charset=utf-8');
 }
 
+const ROLE_NAMES: Record<number, string> = { 100: 'OWNER', 200: 'ADMINISTRATOR', 300: 'MODERATOR', 400: 'MEMBER', 600: 'GUEST' };
+const unixSeconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+
+/** An administrator's pending invitations, newest first, each with its referrer: one statement. */
+async function graphqlInvitations(caller: Caller, res: ServerResponse) {
+  const { rows } = await pool.query(
+    `SELECT i.id, i.email, i."invitedAs", round(date_part('epoch', i."invitedAt") * 1000) AS "invitedAtMs",
+            round(date_part('epoch', i."expiresAt") * 1000) AS "expiresAtMs", u.id AS "referrerId", u."fullName", u.email AS "referrerEmail"
+       FROM invitation i JOIN user_account u ON u.id = i."referrerId"
+      WHERE i."organizationId" = $1 AND i.status = 'PENDING' AND (i."expiresAt" IS NULL OR i."expiresAt" > $2::timestamp(3))
+      ORDER BY i."invitedAt" DESC, i.id DESC`,
+    [caller.organizationId, new Date().toISOString()],
+  );
+  const invitations = rows.map((row) => ({
+    id: row.id,
+    email: row.email,
+    invitedAs: ROLE_NAMES[row.invitedAs],
+    invitedAt: unixSeconds(row.invitedAtMs),
+    expiresAt: unixSeconds(row.expiresAtMs),
+    status: 'PENDING',
+    referrer: { id: row.referrerId, fullName: row.fullName, email: row.referrerEmail },
+  }));
+  send(res, 200, { data: { invitations } }, 'application/graphql-response+json; charset=utf-8');
+}
+
 async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse) {
   const missing = () => send(res, 404, { result: 'error', msg: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });
   const { rows } = await pool.query(
@@ -233,6 +258,7 @@ async function handle(req: IncomingMessage, res: ServerResponse) {
   const query = req.method === 'POST' && req.url === '/graphql' ? JSON.parse(body).query : undefined;
   if (query === ATTACHMENTS_QUERY) return graphqlAttachments(caller, res);
   if (query === ATTACHMENT_PAGE_QUERY) return graphqlAttachmentPage(caller, res);
+  if (query === INVITATIONS_QUERY) return graphqlInvitations(caller, res);
   if (req.method === 'DELETE' && emoji) return deactivateEmoji(caller, decodeURIComponent(emoji[1]!), res);
   if (req.method === 'POST' && req.url === '/api/v1/invites') return invite(caller, new URLSearchParams(body), res);
   send(res, 404, { result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' });

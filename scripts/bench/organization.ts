@@ -93,3 +93,6 @@ export const ATTACHMENTS_QUERY =
   '{ attachments { uploadSpaceUsed attachments { id name pathId url size createTime messages { id dateSent } } } }';
 export const ATTACHMENT_PAGE_SIZE = 50;
 export const ATTACHMENT_PAGE_QUERY = `{ me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes { id name pathId url size createTime messages { id dateSent } } pageInfo { endCursor hasNextPage } } } }`;
+/** Pending invitations of the benchmark's organization while the invitation list is measured. */
+export const LISTED_INVITATIONS = 100;
+export const INVITATIONS_QUERY = '{ invitations { id email invitedAs invitedAt expiresAt status referrer { id fullName email } } }';

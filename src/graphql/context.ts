@@ -5,6 +5,7 @@ import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
 import type { DomainError } from '../domain/errors.js';
 import { Loaders } from './loaders.js';
+import type { AnswerReservations } from '../http/memory-budget.js';
 
 /** Who calls, as known before the document is parsed. */
 export interface Caller {
@@ -18,12 +19,14 @@ export interface Caller {
 export interface GraphQLContext extends Caller {
   app: AppContext;
   loaders: Loaders;
+  /** The HTTP answer's memory reservations (src/http/memory-budget.ts); none for a subscription's events. */
+  answer?: AnswerReservations;
 }
 
 export const anonymousCaller = (): Caller => ({ actor: null, authError: null, credentials: null });
 
-export function newContext(app: AppContext, caller: Caller): GraphQLContext {
-  return { app, ...caller, loaders: new Loaders(app) };
+export function newContext(app: AppContext, caller: Caller, answer?: AnswerReservations): GraphQLContext {
+  return { app, ...caller, loaders: new Loaders(app), answer };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */

@@ -28,12 +28,10 @@ const latestInvitationEmailLoader = ({ prisma }: Database) =>
     return ids.map((id) => byInvitation.get(id) ?? null);
   });
 
-const userByIdLoader = ({ prisma }: Database) =>
+/** Straight through the driver: a list's referrers are one small statement, where Prisma's query engine was a tenth of the list's CPU. */
+const userByIdLoader = ({ sql }: Database) =>
   new DataLoader<number, UserSummary | null>(async (ids) => {
-    const users = await prisma.user.findMany({
-      where: { id: { in: [...ids] } },
-      select: { id: true, email: true, fullName: true, role: true, isBot: true },
-    });
+    const users = await sql.rows<UserSummary>('SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE id = ANY($1::int[])', [[...ids]]);
     const byId = new Map(users.map((u) => [u.id, u]));
     return ids.map((id) => byId.get(id) ?? null);
   });

@@ -10,6 +10,7 @@ import { DomainError } from '../domain/errors.js';
 import { isAdministrator } from '../domain/users/roles.js';
 import { sessionTokenOf } from '../http/cookies.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
+import type { AnswerReservations } from '../http/memory-budget.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
 import { authPlugin } from './auth-plugin.js';
@@ -57,6 +58,8 @@ export interface ServerContext {
   caller: Caller;
   /** The peer's address (src/http/client-address.ts): who a caller without credentials is. */
   clientAddress: string;
+  /** The answer's memory reservations (src/http/memory-budget.ts). */
+  answer?: AnswerReservations;
 }
 
 /** What a request may authenticate with: an Authorization header (HTTP's, or a WebSocket's connection_init payload's), or a browser session's cookie. */
@@ -220,7 +223,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       authPlugin(),
       rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
-    context: ({ caller }) => newContext(app, caller),
+    context: ({ caller, answer }) => newContext(app, caller, answer),
   });
   // Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
   // handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
@@ -231,10 +234,10 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     getEnveloped: yoga.getEnveloped,
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
-    async handle(request: Request, clientAddress: string): Promise<Response> {
+    async handle(request: Request, clientAddress: string, answer?: AnswerReservations): Promise<Response> {
       if (request.method === 'OPTIONS') return handleRequest(request, { caller: anonymousCaller(), clientAddress });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
-      const response = await handleRequest(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress });
+      const response = await handleRequest(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, answer });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

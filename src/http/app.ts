@@ -157,7 +157,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering(() => graphql.handle(c.req.raw, clientAddress(c)));
+      return await memory.answering((answer) => graphql.handle(c.req.raw, clientAddress(c), answer));
     } catch (error) {
       const unavailable = database.noteFailure(error);
       if (unavailable) return graphqlUnavailable(unavailable);

@@ -3,7 +3,6 @@
 // GraphQL, a page of a streamed list) first reserves its expected size. While the reservations in
 // flight would pass the budget it waits, first come first served, for a moment, then answers 503 with
 // Retry-After. Small requests reserve nothing and never wait, so other users' work keeps flowing.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createGraphQLError } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { allPages, type Paged } from '../domain/paging.js';
@@ -53,8 +52,8 @@ export interface Reservation {
   release(): void;
 }
 
-/** The reservations one answer holds until it settles. */
-interface AnswerReservations {
+/** The reservations one answer holds until it settles (GraphQL's context carries it to the resolvers). */
+export interface AnswerReservations {
   held: Reservation[];
   settled: boolean;
 }
@@ -67,8 +66,6 @@ interface Waiter {
 export class MemoryBudget {
   private reservedBytes = 0;
   private readonly waiting: Waiter[] = [];
-  /** The reservations of the answer in progress (GraphQL's, held until its response is built). */
-  private readonly scope = new AsyncLocalStorage<AnswerReservations>();
 
   constructor(private readonly config: MemoryBudgetConfig) {}
 
@@ -104,13 +101,13 @@ export class MemoryBudget {
   }
 
   /**
-   * Runs `work` (one request's answer); reservations made with `reserveWhileAnswering` inside it are
-   * given back when it settles.
+   * Runs `work` (one request's answer) with its reservations: those made with
+   * `reserveWhileAnswering` for it are given back when it settles.
    */
-  async answering<T>(work: () => Promise<T>): Promise<T> {
+  async answering<T>(work: (answer: AnswerReservations) => Promise<T>): Promise<T> {
     const answer: AnswerReservations = { held: [], settled: false };
     try {
-      return await this.scope.run(answer, work);
+      return await work(answer);
     } finally {
       answer.settled = true;
       for (const reservation of answer.held) reservation.release();
@@ -118,13 +115,12 @@ export class MemoryBudget {
   }
 
   /**
-   * Reserves `bytes` until the answer in progress (`answering`) is ready; outside one, nothing is held.
+   * Reserves `bytes` until `answer` is ready; without one (a subscription's event), nothing is held.
    * A reservation granted after its answer settled (a resolver that GraphQL stopped waiting for, when
    * a sibling failed) is given back at once, or it would be held for ever.
    */
-  async reserveWhileAnswering(bytes: number): Promise<void> {
+  async reserveWhileAnswering(answer: AnswerReservations | undefined, bytes: number): Promise<void> {
     const reservation = await this.reserve(bytes);
-    const answer = this.scope.getStore();
     if (answer && !answer.settled) answer.held.push(reservation);
     else reservation.release();
   }
@@ -160,7 +156,7 @@ export const memoryBudgetOf = (app: AppContext) => app.memoryBudget ?? UNLIMITED
  * Every item of a list that an answer holds whole (GraphQL's): past one page, its expected size is
  * reserved until the answer is built (a 503 error when no room comes).
  */
-export async function wholeListWithinBudget<T>(app: AppContext, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
-  if (list.morePages) await memoryBudgetOf(app).reserveWhileAnswering(list.expectedCount * bytesPerItem).catch(thrownAsBusy);
+export async function wholeListWithinBudget<T>(context: { app: AppContext; answer?: AnswerReservations }, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
+  if (list.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(context.answer, list.expectedCount * bytesPerItem).catch(thrownAsBusy);
   return allPages(list);
 }

@@ -6,8 +6,8 @@ test('a reservation granted after its answer settled (GraphQL stopped waiting fo
   const budget = new MemoryBudget({ bytes: 100, waitMs: 60_000 });
   const taken = await budget.reserve(100);
   let late: Promise<void> | undefined;
-  const answer = await budget.answering(async () => {
-    late = budget.reserveWhileAnswering(50);
+  const answer = await budget.answering(async (reservations) => {
+    late = budget.reserveWhileAnswering(reservations, 50);
     return 'answered while the reservation still waited';
   });
   expect(answer).toBe('answered while the reservation still waited');

@@ -2,8 +2,12 @@
 export type InvitationStatusName = 'PENDING' | 'ACCEPTED' | 'REVOKED' | 'EXPIRED';
 
 export function invitationStatus(row: { status: 'PENDING' | 'ACCEPTED' | 'REVOKED'; expiresAt: Date | null }, now = new Date()): InvitationStatusName {
-  if (row.status === 'PENDING' && row.expiresAt !== null && row.expiresAt <= now) return 'EXPIRED';
-  return row.status;
+  return statusAt(row.status, row.expiresAt === null ? null : row.expiresAt.getTime(), now.getTime());
+}
+
+/** invitationStatus with times in milliseconds since the epoch. */
+function statusAt(stored: 'PENDING' | 'ACCEPTED' | 'REVOKED', expiresAtMs: number | null, nowMs: number): InvitationStatusName {
+  return stored === 'PENDING' && expiresAtMs !== null && expiresAtMs <= nowMs ? 'EXPIRED' : stored;
 }
 
 /** Prisma filter for what invitationStatus calls PENDING: not used, not revoked, not expired. */
@@ -12,20 +16,39 @@ export const activeInvitationWhere = (now: Date) => ({
   OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
 });
 
+/** An invitation as both doors show it; times in milliseconds since the epoch (lists build no date per row). */
 export interface InvitationView {
   id: number;
   email: string;
   invitedAs: number;
-  invitedAt: Date;
-  expiresAt: Date | null;
+  invitedAtMs: number;
+  expiresAtMs: number | null;
   referrerId: number;
   status: InvitationStatusName;
 }
 
+type StoredStatus = 'PENDING' | 'ACCEPTED' | 'REVOKED';
+
 export function toInvitationView(
-  row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: 'PENDING' | 'ACCEPTED' | 'REVOKED' },
+  row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: StoredStatus },
   now = new Date(),
 ): InvitationView {
-  const { id, email, invitedAs, invitedAt, expiresAt, referrerId } = row;
-  return { id, email, invitedAs, invitedAt, expiresAt, referrerId, status: invitationStatus(row, now) };
+  const { invitedAt, expiresAt, ...rest } = row;
+  return invitationViewOfMs({ ...rest, invitedAtMs: invitedAt.getTime(), expiresAtMs: expiresAt === null ? null : expiresAt.getTime() }, now.getTime());
+}
+
+/** The view of a row whose times are already milliseconds (the lists' rows). */
+export function invitationViewOfMs(
+  row: { id: number; email: string; invitedAs: number; invitedAtMs: number; expiresAtMs: number | null; referrerId: number; status: StoredStatus },
+  nowMs: number,
+): InvitationView {
+  return {
+    id: row.id,
+    email: row.email,
+    invitedAs: row.invitedAs,
+    invitedAtMs: row.invitedAtMs,
+    expiresAtMs: row.expiresAtMs,
+    referrerId: row.referrerId,
+    status: statusAt(row.status, row.expiresAtMs, nowMs),
+  };
 }

@@ -82,7 +82,7 @@ builder.queryField('attachments', (t) =>
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
     resolve: async (_root, _args, context) => {
       const listing = await listOwnAttachmentsWithMessages(context.app.sql, actorOf(context));
-      return { ...listing, attachments: await wholeListWithinBudget(context.app, listing, ANSWER_BYTES_PER_FILE) };
+      return { ...listing, attachments: await wholeListWithinBudget(context, listing, ANSWER_BYTES_PER_FILE) };
     },
   }),
 );

@@ -35,7 +35,7 @@ builder.queryField('invitations', (t) =>
 export const invitationsOf = (context: GraphQLContext, includeInactive: boolean) =>
   domainQuery(async () => {
     const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive });
-    return wholeListWithinBudget(context.app, list, ANSWER_BYTES_PER_INVITATION);
+    return wholeListWithinBudget(context, list, ANSWER_BYTES_PER_INVITATION);
   });
 
 builder.mutationFields((t) => ({

@@ -9,8 +9,9 @@ import {
 import { sendInvitations, type SendInvitationsRequest } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
-import { unixSeconds } from './scalars.js';
+import { unixSeconds, unixSecondsOfMs } from '../../domain/time.js';
 import { Role, User } from './user.js';
+import type { UserSummary } from '../loaders.js';
 
 export type InvitationShape = InvitationView;
 
@@ -35,18 +36,20 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
     id: t.exposeInt('id'),
     email: t.exposeString('email'),
     invitedAs: t.field({ type: Role, resolve: (i) => i.invitedAs as 100 }),
-    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (i) => unixSeconds(i.invitedAt) }),
+    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (i) => unixSecondsOfMs(i.invitedAtMs) }),
     expiresAt: t.field({
       type: 'SafeInt',
       nullable: true,
       description: 'UNIX time in seconds; null when the invitation never expires.',
-      resolve: (i) => (i.expiresAt ? unixSeconds(i.expiresAt) : null),
+      resolve: (i) => (i.expiresAtMs === null ? null : unixSecondsOfMs(i.expiresAtMs)),
     }),
     referrer: t.field({
       type: User,
-      resolve: async (i, _args, context) => (await context.loaders.userById.load(i.referrerId))!,
+      // The loader's own promise, shared by every invitation of the same referrer (no async wrapper per
+      // invitation); a referrer that is gone is null, which the non-null field reports as an error.
+      resolve: (i, _args, context) => context.loaders.userById.load(i.referrerId) as Promise<UserSummary>,
     }),
-    status: t.field({ type: InvitationStatus, resolve: (i) => i.status }),
+    status: t.expose('status', { type: InvitationStatus }),
     emailDelivery: t.field({
       type: InvitationEmailDelivery,
       nullable: true,
