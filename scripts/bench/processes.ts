@@ -44,6 +44,12 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Every server and floor still running: a bench that fails stops them as it exits (SIGTERM: a server stops its embedded database too). */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 /**
  * The process's standard output (its log, a line per request) goes to `<dataDir>/stdout.log`, as a
  * deployment's would go to a file or journal: read line by line here, it made the bench process (which
@@ -59,6 +65,8 @@ export async function startProcess(name: string, args: string[], env: Record<str
     stdio: ['ignore', stdout, 'pipe'],
   });
   closeSync(stdout);
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const errors: string[] = [];
   const counts: ((n: number) => void)[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => {

@@ -1,12 +1,15 @@
 // An invitation's status as people see it: expiry is derived from the time, so nothing needs a cron job.
 export type InvitationStatusName = 'PENDING' | 'ACCEPTED' | 'REVOKED' | 'EXPIRED';
 
-export function invitationStatus(row: { status: 'PENDING' | 'ACCEPTED' | 'REVOKED'; expiresAt: Date | null }, now = new Date()): InvitationStatusName {
+/** The status a row stores; EXPIRED is derived. */
+type StoredStatus = 'PENDING' | 'ACCEPTED' | 'REVOKED';
+
+export function invitationStatus(row: { status: StoredStatus; expiresAt: Date | null }, now = new Date()): InvitationStatusName {
   return statusAt(row.status, row.expiresAt === null ? null : row.expiresAt.getTime(), now.getTime());
 }
 
 /** invitationStatus with times in milliseconds since the epoch. */
-function statusAt(stored: 'PENDING' | 'ACCEPTED' | 'REVOKED', expiresAtMs: number | null, nowMs: number): InvitationStatusName {
+function statusAt(stored: StoredStatus, expiresAtMs: number | null, nowMs: number): InvitationStatusName {
   return stored === 'PENDING' && expiresAtMs !== null && expiresAtMs <= nowMs ? 'EXPIRED' : stored;
 }
 
@@ -26,8 +29,6 @@ export interface InvitationView {
   referrerId: number;
   status: InvitationStatusName;
 }
-
-type StoredStatus = 'PENDING' | 'ACCEPTED' | 'REVOKED';
 
 export function toInvitationView(
   row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: StoredStatus },
