@@ -389,7 +389,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     await db?.end();
     await floor?.stop();
     await real?.stop();
-    await rm(workDir, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 }
 

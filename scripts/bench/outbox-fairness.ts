@@ -4,7 +4,7 @@
 // how long until the process has exited (target: under 10 s), and what it left queued.
 // A server process of its own, started as `npm start` starts it, on a fresh database.
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +14,7 @@ import { SMTPServer } from 'smtp-server';
 import { openDatabase } from '../../src/db/database.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { benchOrganization } from './organization.js';
-import { cliCommand, realServerCommand, startProcess } from './processes.js';
+import { cliCommand, realServerCommand, startProcess, type BenchProcess } from './processes.js';
 import { expectHolds } from './violations.js';
 
 export const OUTBOX_SCENARIO = "Outbox: another organization's e-mail behind a bulk invitation's backlog, then SIGTERM";
@@ -85,19 +85,15 @@ async function startSlowMailServer() {
 }
 
 /** Wraps a wait so that it fails, with the end of the server's output, if the server exits meanwhile. */
-function failOnExit(child: ChildProcess) {
-  let output = '';
-  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000));
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+function failOnExit(server: BenchProcess) {
   let onExit: (code: number | null) => void = () => {};
   const exited = new Promise<never>((_, reject) => {
-    onExit = (code) => reject(new Error(`the server exited (${code}) during the outbox scenario:\n${output}`));
-    child.once('exit', onExit);
+    onExit = (code) => reject(new Error(`the server exited (${code}) during the outbox scenario:\n${server.output().join('\n')}`));
+    server.child.once('exit', onExit);
   });
   exited.catch(() => {});
   const whileRunning = <T>(wait: Promise<T>) => Promise.race([wait, exited]);
-  return Object.assign(whileRunning, { stop: () => child.off('exit', onExit) });
+  return Object.assign(whileRunning, { stop: () => server.child.off('exit', onExit) });
 }
 
 /** A small organization imported through the CLI; the authorization of its administrator. */
@@ -146,7 +142,7 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
   const env = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL: 'http://bench.example', DATA_DIR: serverDir, DATABASE_URL: databaseUrl, SMTP_URL: mail.url };
   try {
     const server = await startProcess('server', realServerCommand(), env, serverDir);
-    const whileRunning = failOnExit(server.child);
+    const whileRunning = failOnExit(server);
     const bulkAdmin = await importAdministrator('outbox-bulk', env, workDir);
     const otherAdmin = await importAdministrator('outbox-other', env, workDir);
     const backlog = Array.from({ length: backlogSize }, (_, i) => `backlog-${i}@invitees.example`);
@@ -199,7 +195,7 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
     return result;
   } finally {
     await mail.close();
-    await rm(workDir, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     if (mode.kind === 'external') await dropDatabaseBeside(mode.databaseUrl, databaseUrl);
   }
 }

@@ -17,6 +17,8 @@ export interface BenchProcess {
   dataDir: string;
   /** Total SQL statements the process has sent so far. */
   statements(): Promise<number>;
+  /** The last lines of its log (standard output, in its data directory) and of its standard error. */
+  output(): string[];
   /** Sends a signal the process is expected to exit by (its exit is then no violation). */
   signal(name: NodeJS.Signals): void;
   stop(): Promise<void>;
@@ -85,6 +87,7 @@ export async function startProcess(name: string, args: string[], env: Record<str
     url,
     child,
     dataDir,
+    output,
     statements: () =>
       new Promise<number>((resolve) => {
         counts.push(resolve);

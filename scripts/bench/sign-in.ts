@@ -184,7 +184,7 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
     };
   } finally {
     for (const one of started.reverse()) await one.stop();
-    await rm(workDir, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     if (mode.kind === 'external') await dropDatabaseBeside(mode.databaseUrl, databaseUrl);
   }
 }
