@@ -15,6 +15,7 @@ import { renderInvitationEmail } from '../../src/domain/email/invitation-email.j
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { encodeCursor } from '../../src/domain/connections.js';
+import { unixSecondsOfMs } from '../../src/domain/time.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
@@ -130,7 +131,7 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
 }
 
 const ROLE_NAMES: Record<number, string> = { 100: 'OWNER', 200: 'ADMINISTRATOR', 300: 'MODERATOR', 400: 'MEMBER', 600: 'GUEST' };
-const unixSeconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1000));
+const unixSeconds = (ms: number | null) => (ms === null ? null : unixSecondsOfMs(ms));
 
 /** An administrator's pending invitations, newest first, each with its referrer: one statement. */
 async function graphqlInvitations(caller: Caller, res: ServerResponse) {

@@ -92,33 +92,25 @@ function rowsOver(db: Queryable) {
   return async <Row>(text: string, values: readonly unknown[]) => (await db.query(text, values as unknown[])).rows as Row[];
 }
 
-const ignoreDroppedConnection = () => {};
-
 /** `begin` opens each transaction (db/lock-wait.ts: through a pooler it also sets the lock wait limit). */
 export function sqlOver(pool: pg.Pool, begin = 'BEGIN'): Sql {
   return {
     rows: rowsOver(pool),
     async transaction<T>(work: (tx: Sql) => Promise<T>) {
+      // A connection dropped between two statements fails the next one: the pool's clients always
+      // hear their 'error' (src/db/database.ts), so it cannot end the process.
       const client = await pool.connect();
-      // A connection the database drops between two statements (a terminated backend, a cut network)
-      // emits 'error' on its client, which the pool stops hearing once it hands the client out:
-      // unheard, that event ends the process. Heard here, the next statement fails instead.
-      client.on('error', ignoreDroppedConnection);
-      const release = (destroy?: boolean) => {
-        client.removeListener('error', ignoreDroppedConnection);
-        client.release(destroy);
-      };
       const tx: Sql = { rows: rowsOver(client), transaction: () => Promise.reject(new Error('already in a transaction')) };
       try {
         await client.query(begin);
         const result = await work(tx);
         await client.query('COMMIT');
-        release();
+        client.release();
         return result;
       } catch (error) {
         // A connection that cannot even roll back is dropped, not handed out again.
         const rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
-        release(!rolledBack);
+        client.release(!rolledBack);
         throw error;
       }
     },
