@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { classifyDatabaseError } from '../../src/db/outage-errors.js';
+import { POOL_SIZE } from '../../src/db/database.js';
 import type { EventReader } from '../../src/domain/events/reader.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { makeCertificates, type Certificates } from '../support/certificates.js';
@@ -188,9 +189,14 @@ describe('the forms a lost connection takes through the driver and Prisma are ou
   });
 
   test("Prisma's P2028 when no connection could begin a transaction in time; other misuses of the transaction API stay bugs", async () => {
-    const error = await server.app.prisma.$transaction(async () => {}, { maxWait: 1 }).then(() => null, (caught: unknown) => caught);
-    // maxWait 1 ms may still win the race on an idle pool; then the shape is Prisma's documented one.
-    const notStarted = error ?? Object.assign(new Error('Transaction API error: Unable to start a transaction in the given time.'), { code: 'P2028' });
+    // Every connection of the pool lent out: no transaction can begin within its wait.
+    const held = await Promise.all(Array.from({ length: POOL_SIZE }, () => server.database.pool.connect()));
+    let notStarted: unknown;
+    try {
+      notStarted = await server.app.prisma.$transaction(async () => {}, { maxWait: 50 }).then(() => null, (caught: unknown) => caught);
+    } finally {
+      for (const client of held) client.release();
+    }
     expect(notStarted).toMatchObject({ code: 'P2028', message: expect.stringContaining('Unable to start a transaction in the given time') });
     expect(classifyDatabaseError(notStarted)).toBe('unavailable');
     expect(classifyDatabaseError(Object.assign(new Error('Transaction API error: Transaction not found.'), { code: 'P2028' }))).toBeNull();
