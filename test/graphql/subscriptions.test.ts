@@ -10,12 +10,13 @@ import WebSocket from 'ws';
 import { graphql } from '../generated/gql.js';
 import { LISTENER_NAME } from '../../src/db/notifications.js';
 import { positionCommittedEvents } from '../../src/domain/events/positions.js';
+import { MAX_HELD_EVENTS } from '../../src/domain/events/streams.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
 import { pngImage } from '../support/images.js';
 import { postFiles } from '../support/uploads.js';
-import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { connectToTestDatabase, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
 
@@ -409,6 +410,43 @@ test('a backlog of more than one positioning batch committed before: neither a n
   const polled = await callApi(server.url, 'GET', '/events', { authorization: world.users.guest.auth, query: { queue_id: registered.body.queue_id, last_event_id: '-1' } });
   expect(polled.body.events).toHaveLength(1);
 }, 120_000);
+
+test("a backlog the process's reader hands a new subscription before it knows where the log ends is not delivered, and does not end it", async () => {
+  const world = await newWorld();
+  // Following invitations only: the reader has a subscriber, and its invitation marks how far the reader has read.
+  const witness = await follow('ws', world, 'owner', InvitationChanges, {});
+  await runOnTestDatabase(
+    `INSERT INTO event ("organizationId", type, payload, "recipientIds")
+     SELECT $1, 'realm_emoji', jsonb_build_object('change', 'added', 'emoji', jsonb_build_object('id', n, 'organizationId', $1::int, 'name', 'old_' || n,
+            'deactivated', false, 'authorId', null, 'fileName', 'x.png', 'isAnimated', false)), '{}' FROM generate_series(1, ${MAX_HELD_EVENTS + 500}) n`,
+    [world.org.id],
+  );
+  // The new subscription positions the backlog, then waits to read where the log ends.
+  const horizon = await connectToTestDatabase();
+  let subscription: OpenSubscription<unknown>;
+  let following: number;
+  try {
+    await horizon.query('BEGIN');
+    await horizon.query('LOCK TABLE event_log_horizon IN ACCESS EXCLUSIVE MODE');
+    const before = server.app.eventStreams!.admitted;
+    subscription = subscribe('ws', server.url, world.users.member.auth, EmojiChanges, {});
+    open.push(subscription);
+    await eventually(async () => {
+      const { rows } = await horizon.query(`SELECT 1 FROM pg_locks WHERE relation = 'event_log_horizon'::regclass AND NOT granted`);
+      return server.app.eventStreams!.admitted > before && rows.length > 0;
+    });
+    // Meanwhile the reader reads the backlog, then the invitation committed after it.
+    expect((await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'after-backlog@example.com', stream_ids: '[]' })).status).toBe(200);
+    expect(await witness.next()).toMatchObject({ data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'after-backlog@example.com' }]) } } });
+  } finally {
+    following = server.app.eventStreams!.size;
+    await horizon.query('COMMIT');
+    await horizon.end();
+  }
+  await eventually(() => server.app.eventStreams!.size > following);
+  expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
+  expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
+});
 
 test('shutdown ends every stream at once, on both transports', async () => {
   const own = await startTestServer();

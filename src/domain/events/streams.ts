@@ -83,6 +83,11 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   private delivered = 0;
   /** Until the start is known (startAfter), every event heard is held; nextHeld skips those before it. */
   private started = false;
+  /**
+   * More than MAX_HELD_EVENTS heard before the start (the reader dispatching a backlog while the
+   * stream learns where the log ends): those were dropped, so the stream starts by reading the log.
+   */
+  private droppedBeforeStart = false;
   private replaying = false;
 
   constructor(
@@ -94,7 +99,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   /** Where the stream starts: after `position`, reading what the log holds since first when `replay`. */
   startAfter(position: number, replay: boolean): void {
     this.delivered = position;
-    this.replaying = replay;
+    this.replaying = replay || this.droppedBeforeStart;
     this.started = true;
   }
 
@@ -111,7 +116,11 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   offer(event: LoggedEvent): void {
     // Read or replayed already, or before the stream's start: not held (nextHeld skips the rest).
     if (this.ending !== undefined || !this.types.includes(event.type) || (this.started && event.id <= this.delivered)) return;
-    if (this.held.length >= MAX_HELD_EVENTS) return this.end(tooFarBehind());
+    if (this.held.length >= MAX_HELD_EVENTS) {
+      if (this.started) return this.end(tooFarBehind());
+      this.held.length = 0;
+      this.droppedBeforeStart = true;
+    }
     this.held.push(event);
     this.wake();
   }
