@@ -394,15 +394,18 @@ test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE',
   }
 });
 
-test('a backlog of more than one positioning batch committed before: neither a new subscription nor a new queue receives it', async () => {
-  const world = await newWorld();
-  // 25,000 realm_emoji events that nobody has read yet (so none is positioned).
-  await runOnTestDatabase(
+/** `count` realm_emoji events of the world's organization, committed and not yet read by anyone (so none is positioned). */
+const commitEmojiBacklog = (world: World, count: number) =>
+  runOnTestDatabase(
     `INSERT INTO event ("organizationId", type, payload, "recipientIds")
      SELECT $1, 'realm_emoji', jsonb_build_object('change', 'added', 'emoji', jsonb_build_object('id', n, 'organizationId', $1::int, 'name', 'old_' || n,
-            'deactivated', false, 'authorId', null, 'fileName', 'x.png', 'isAnimated', false)), '{}' FROM generate_series(1, 25000) n`,
-    [world.org.id],
+            'deactivated', false, 'authorId', null, 'fileName', 'x.png', 'isAnimated', false)), '{}' FROM generate_series(1, $2::int) n`,
+    [world.org.id, count],
   );
+
+test('a backlog of more than one positioning batch committed before: neither a new subscription nor a new queue receives it', async () => {
+  const world = await newWorld();
+  await commitEmojiBacklog(world, 25_000);
   const subscription = await follow('ws', world, 'member', EmojiChanges, {});
   const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth, form: { event_types: '["realm_emoji"]' } });
   expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
@@ -415,12 +418,7 @@ test("a backlog the process's reader hands a new subscription before it knows wh
   const world = await newWorld();
   // Following invitations only: the reader has a subscriber, and its invitation marks how far the reader has read.
   const witness = await follow('ws', world, 'owner', InvitationChanges, {});
-  await runOnTestDatabase(
-    `INSERT INTO event ("organizationId", type, payload, "recipientIds")
-     SELECT $1, 'realm_emoji', jsonb_build_object('change', 'added', 'emoji', jsonb_build_object('id', n, 'organizationId', $1::int, 'name', 'old_' || n,
-            'deactivated', false, 'authorId', null, 'fileName', 'x.png', 'isAnimated', false)), '{}' FROM generate_series(1, ${MAX_HELD_EVENTS + 500}) n`,
-    [world.org.id],
-  );
+  await commitEmojiBacklog(world, MAX_HELD_EVENTS + 500);
   // The new subscription positions the backlog, then waits to read where the log ends.
   const horizon = await connectToTestDatabase();
   let subscription: OpenSubscription<unknown>;
