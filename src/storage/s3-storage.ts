@@ -70,7 +70,7 @@ export class S3Storage implements FileStorage {
     return true;
   }
 
-  /** ListObjects (version 1): every S3-compatible server has it (the test's s3rver refuses V2's signature). */
+  /** ListObjects (version 1): every S3-compatible server has it. */
   async *list(prefix: string): AsyncIterable<ListedObject> {
     let Marker: string | undefined;
     for (;;) {

@@ -82,3 +82,44 @@ test('the directory backend removes the directories a deletion empties, and only
   await storage.delete('files/9/aa/token2/two.txt');
   expect(await readdir(directory)).not.toContain('files');
 });
+
+let listingS3: TestS3;
+let listingStorage: S3Storage;
+beforeAll(async () => {
+  listingS3 = await startTestS3('teamchat-uploads', { uncheckedSignatures: true });
+  listingStorage = new S3Storage(listingS3.config);
+});
+afterAll(async () => {
+  listingStorage.destroy();
+  await listingS3.close();
+});
+
+const listingBackends: [string, () => FileStorage][] = [
+  ['directory', () => new DirectoryStorage(directory)],
+  ['S3 bucket', () => listingStorage],
+];
+
+describe.each(listingBackends)('%s storage: listing', (_name, storageOf) => {
+  test("lists every object under a prefix, past one page of the bucket's listing (1,000 keys), and nothing outside it", async () => {
+    const storage = storageOf();
+    const run = Math.random().toString(36).slice(2);
+    const inside = Array.from({ length: 1_005 }, (_, i) => `files/9/${String(i % 7).padStart(2, '0')}/${run}-${i}/f.txt`);
+    // Beside the prefix: a folder whose name only starts like it, and another tree.
+    const outside = [`files/9x/${run}/f.txt`, `emoji/9/${run}/e.png`];
+    for (let i = 0; i < inside.length; i += 50) {
+      await Promise.all(inside.slice(i, i + 50).map((key) => storage.writePlaceholder(key, 0, 'text/plain')));
+    }
+    await Promise.all(outside.map((key) => storage.writePlaceholder(key, 0, 'text/plain')));
+    const listed: string[] = [];
+    for await (const object of storage.list('files/9/')) {
+      expect(object.modifiedAt).toBeInstanceOf(Date);
+      // Other tests' objects may be there too: this run's are told by their key.
+      if (object.key.includes(run)) listed.push(object.key);
+    }
+    expect(listed.sort()).toEqual([...inside].sort());
+    const emoji: string[] = [];
+    for await (const object of storage.list(`emoji/9/${run}/`)) emoji.push(object.key);
+    expect(emoji).toEqual([`emoji/9/${run}/e.png`]);
+    await Promise.all([...inside, ...outside].map((key) => storage.delete(key)));
+  }, 60_000);
+});

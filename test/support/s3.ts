@@ -29,9 +29,21 @@ export interface TestS3 {
 const OBJECT = /\._S3rver_object$/;
 const OBJECT_SIDECAR = /\._S3rver_(metadata\.json|object\.md5)$/;
 
-export async function startTestS3(bucket = 'teamchat-uploads'): Promise<TestS3> {
+/**
+ * `uncheckedSignatures`: for bucket-level requests (listing). s3rver signs a path-style bucket's path
+ * as `/bucket`, where the AWS SDK (v3) sends and signs `/bucket/`, so it refuses every listing
+ * request the SDK signs; object requests are checked either way.
+ */
+export async function startTestS3(bucket = 'teamchat-uploads', options: { uncheckedSignatures?: boolean } = {}): Promise<TestS3> {
   const directory = await mkdtemp(join(tmpdir(), 'teamchat-s3-'));
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+    allowMismatchedSignatures: options.uncheckedSignatures ?? false,
+  });
   const events: S3Event[] = [];
   server.on('event', ({ Records: [record] }: { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] }) => {
     const { key, size, eTag } = record!.s3.object;

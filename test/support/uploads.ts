@@ -48,10 +48,14 @@ export interface UploadServer {
   close(): Promise<void>;
 }
 
-export async function startUploadServer(kind: StorageKind, uploads: Partial<ReturnType<typeof loadConfig>['uploads']> = {}): Promise<UploadServer> {
+export async function startUploadServer(
+  kind: StorageKind,
+  uploads: Partial<ReturnType<typeof loadConfig>['uploads']> = {},
+  s3Options: Parameters<typeof startTestS3>[1] = {},
+): Promise<UploadServer> {
   const base = loadConfig({}).uploads;
   let s3: TestS3 | undefined;
-  if (kind === 's3') s3 = await startTestS3();
+  if (kind === 's3') s3 = await startTestS3(undefined, s3Options);
   const server = await startTestServer({ uploads: { ...base, ...uploads, s3: s3?.config } });
   return {
     server,
