@@ -419,7 +419,8 @@ test("a backlog the process's reader hands a new subscription before it knows wh
   // Following invitations only: the reader has a subscriber, and its invitation marks how far the reader has read.
   const witness = await follow('ws', world, 'owner', InvitationChanges, {});
   await commitEmojiBacklog(world, MAX_HELD_EVENTS + 500);
-  // The new subscription positions the backlog, then waits to read where the log ends.
+  // The new subscription positions the backlog, then waits to read where the log ends (briefly: far
+  // less than DATABASE_LOCK_WAIT_SECONDS, after which its statement would give up).
   const horizon = await connectToTestDatabase();
   let subscription: OpenSubscription<unknown>;
   let following: number;
@@ -432,7 +433,7 @@ test("a backlog the process's reader hands a new subscription before it knows wh
     await eventually(async () => {
       const { rows } = await horizon.query(`SELECT 1 FROM pg_locks WHERE relation = 'event_log_horizon'::regclass AND NOT granted`);
       return server.app.eventStreams!.admitted > before && rows.length > 0;
-    });
+    }, 5_000);
     // Meanwhile the reader reads the backlog, then the invitation committed after it.
     expect((await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'after-backlog@example.com', stream_ids: '[]' })).status).toBe(200);
     expect(await witness.next()).toMatchObject({ data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'after-backlog@example.com' }]) } } });
@@ -441,7 +442,7 @@ test("a backlog the process's reader hands a new subscription before it knows wh
     await horizon.query('COMMIT');
     await horizon.end();
   }
-  await eventually(() => server.app.eventStreams!.size > following);
+  await eventually(() => server.app.eventStreams!.size > following, 5_000);
   expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
   expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
 });
