@@ -16,6 +16,7 @@ import { generateConfirmationKey } from '../../src/domain/invitations/confirmati
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { encodeCursor } from '../../src/domain/connections.js';
 import { unixSecondsOfMs } from '../../src/domain/time.js';
+import { ROLE } from '../../src/domain/users/roles.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
@@ -130,8 +131,8 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
   send(res, 200, { data: { me: { attachmentPage: { nodes, pageInfo } } } }, 'application/graphql-response+json; charset=utf-8');
 }
 
-const ROLE_NAMES: Record<number, string> = { 100: 'OWNER', 200: 'ADMINISTRATOR', 300: 'MODERATOR', 400: 'MEMBER', 600: 'GUEST' };
-const unixSeconds = (ms: number | null) => (ms === null ? null : unixSecondsOfMs(ms));
+const ROLE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(ROLE).map(([name, code]) => [code, name]));
+const secondsOrNull = (ms: number | null) => (ms === null ? null : unixSecondsOfMs(ms));
 
 /** An administrator's pending invitations, newest first, each with its referrer: one statement. */
 async function graphqlInvitations(caller: Caller, res: ServerResponse) {
@@ -147,8 +148,8 @@ async function graphqlInvitations(caller: Caller, res: ServerResponse) {
     id: row.id,
     email: row.email,
     invitedAs: ROLE_NAMES[row.invitedAs],
-    invitedAt: unixSeconds(row.invitedAtMs),
-    expiresAt: unixSeconds(row.expiresAtMs),
+    invitedAt: secondsOrNull(row.invitedAtMs),
+    expiresAt: secondsOrNull(row.expiresAtMs),
     status: 'PENDING',
     referrer: { id: row.referrerId, fullName: row.fullName, email: row.referrerEmail },
   }));

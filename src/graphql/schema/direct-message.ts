@@ -2,7 +2,7 @@ import { receivedDirectMessages, type DirectMessageView } from '../../domain/mes
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { domainQuery } from './errors.js';
-import { unixSeconds } from './scalars.js';
+import { unixSeconds } from '../../domain/time.js';
 import { User } from './user.js';
 
 export type DirectMessageShape = DirectMessageView;

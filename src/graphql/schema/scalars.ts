@@ -34,5 +34,3 @@ builder.scalarType('File', {
     return file;
   },
 });
-
-export { unixSeconds } from '../../domain/time.js';
