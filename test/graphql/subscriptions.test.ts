@@ -334,9 +334,10 @@ test('while the listening connection was down: a key reset still ends the subscr
   const queueId = registered.body.queue_id as string;
   const waiting = callApi(server.url, 'GET', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId, last_event_id: '-1' } });
   await eventually(async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null);
-  // The key is reset while the process hears nothing: its NOTIFY is lost.
+  // The key is reset while the process hears nothing: its NOTIFY is lost. Only this file's database's
+  // listener: the other files' server processes run beside it on the same PostgreSQL.
   await runOnTestDatabase(
-    `WITH listener AS (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $2)
+    `WITH listener AS (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $2 AND datname = current_database())
      UPDATE user_account SET "apiKeyHash" = md5(random()::text) WHERE id = $1 AND (SELECT count(*) FROM listener) > 0`,
     [world.users.admin.id, LISTENER_NAME],
   );
