@@ -103,6 +103,9 @@ export interface HttpApp {
 export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }, status?: DatabaseStatus): HttpApp {
   const http = new Hono();
   const log = app.log ?? processLogger;
+  // The request line's fields are fixed and hold no credential: it skips the redaction every other
+  // line goes through (its wildcard paths were about 3 % of a small request's CPU).
+  const requestLog = log.child({}, { redact: [] });
   const database = status ?? new DatabaseStatus(app.sql, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
@@ -117,7 +120,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     c.set('clientAddress', client);
     return withRequestId(requestId, async () => {
       const started = performance.now();
-      log.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
+      requestLog.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
       await next();
       setResponseHeader(c, 'X-Request-Id', requestId);
       // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
@@ -127,7 +130,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
       const ms = Math.round(performance.now() - started);
       // Orchestrators probe every few seconds: their successes would drown the log.
       const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
-      log[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
+      requestLog[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
     });
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
