@@ -2,7 +2,7 @@
 // the same data, alternately, under autocannon; writes bench/results/<stamp>.{json,md}.
 // See the README's "Benchmark" section.
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,7 +26,7 @@ import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
-import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
+import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
 
@@ -389,7 +389,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     await db?.end();
     await floor?.stop();
     await real?.stop();
-    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    await removeWorkDir(workDir);
   }
 }
 

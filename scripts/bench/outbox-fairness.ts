@@ -3,7 +3,7 @@
 // address: how long until that e-mail arrives (target: 5 s). Then SIGTERM with the backlog queued:
 // how long until the process has exited (target: under 10 s), and what it left queued.
 // A server process of its own, started as `npm start` starts it, on a fresh database.
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import { SMTPServer } from 'smtp-server';
 import { openDatabase } from '../../src/db/database.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { benchOrganization } from './organization.js';
-import { cliCommand, realServerCommand, startProcess, type BenchProcess } from './processes.js';
+import { cliCommand, realServerCommand, removeWorkDir, startProcess, type BenchProcess } from './processes.js';
 import { expectHolds } from './violations.js';
 
 export const OUTBOX_SCENARIO = "Outbox: another organization's e-mail behind a bulk invitation's backlog, then SIGTERM";
@@ -195,7 +195,7 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
     return result;
   } finally {
     await mail.close();
-    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    await removeWorkDir(workDir);
     if (mode.kind === 'external') await dropDatabaseBeside(mode.databaseUrl, databaseUrl);
   }
 }

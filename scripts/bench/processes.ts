@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -248,3 +249,6 @@ export function sampleRss(server: number, database: DatabasePids = NO_DATABASE) 
     },
   };
 }
+
+/** Removes a run's work directory; retried, as a process just stopped may still be removing files in it (ENOTEMPTY). */
+export const removeWorkDir = (workDir: string) => rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });

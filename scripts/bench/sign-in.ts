@@ -10,7 +10,7 @@
 // Flood answers other than 401 and 429, and the other user's failed requests, are broken invariants
 // (scripts/bench/violations.ts); the targets on latency and memory are figures in the report.
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,7 +20,7 @@ import { embeddedDatabaseUrl } from '../../src/db/embedded-postgres.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { dropDatabaseBeside, freshDatabaseBeside } from './databases.js';
 import { benchOrganization } from './organization.js';
-import { cliCommand, realServerCommand, rssOf, sampleRss, startProcess, type BenchProcess } from './processes.js';
+import { cliCommand, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, type BenchProcess } from './processes.js';
 import { violation } from './violations.js';
 
 export const SIGN_IN_SCENARIO = 'Signing in: fetch_api_key against an Argon2id floor; a flood of wrong passwords beside another user';
@@ -184,7 +184,7 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
     };
   } finally {
     for (const one of started.reverse()) await one.stop();
-    await rm(workDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    await removeWorkDir(workDir);
     if (mode.kind === 'external') await dropDatabaseBeside(mode.databaseUrl, databaseUrl);
   }
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createInvitations, uniqueEmail } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld } from '../support/world.js';
-import { inSqlTransaction, inTransaction, MAX_TRANSACTION_ATTEMPTS } from '../../src/domain/transaction.js';
+import { inSqlTransaction, inTransaction } from '../../src/domain/transaction.js';
 import { holdOrganizationRow, inLockOrder, whileOrganizationLocked } from './contention.js';
 
 let server: TestServer;
@@ -137,8 +137,8 @@ test.each([
   for (let round = 1; round <= 5; round++) {
     const retried = await deadlockRound(run);
     if (retried === 'test connection aborted') continue;
-    expect(retried.attempts).toBeGreaterThanOrEqual(2);
-    return expect(retried.attempts).toBeLessThanOrEqual(MAX_TRANSACTION_ATTEMPTS);
+    // Resolved at all: the last attempt committed (past MAX_TRANSACTION_ATTEMPTS the deadlock is thrown).
+    return expect(retried.attempts).toBeGreaterThanOrEqual(2);
   }
   throw new Error('In 5 rounds PostgreSQL never chose the transaction as the deadlock victim');
 });
