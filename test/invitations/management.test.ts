@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { gql } from '../support/graphql.js';
-import { createInvitation, uniqueEmail, type CreatedInvitation } from '../support/invitations.js';
+import { createInvitation, createInvitations, uniqueEmail, type CreatedInvitation } from '../support/invitations.js';
+import { startCountingApp } from '../support/query-count.js';
 import { callApi } from '../support/rest.js';
 import { startServerWithOutbox } from '../support/smtp.js';
 import { createWorld, type World } from '../support/world.js';
@@ -254,4 +255,43 @@ test('GraphQL: invitations newest first, revoke and resend with the same rules',
   expect(await statusOf(s.elsewhere)).toBe('PENDING');
   const guest = await gql(server.url, Invitations, {}, users.guest.auth);
   expect(guest).toEqual({ status: 200, data: null, errors: [{ message: 'Not allowed for guest users', locations: expect.any(Array), path: ['invitations'], extensions: { code: 'BAD_REQUEST' } }] });
+});
+
+test('GraphQL: the invitation list takes the same statements for 3 and 30 invitations; their referrers one more, only when asked for', async () => {
+  const counting = await startCountingApp();
+  try {
+    /** A world whose member and admin sent `count` invitations; the owner lists them. */
+    const listed = async (count: number) => {
+      const world = await createWorld(server.app.prisma);
+      const inputs = Array.from({ length: count }, (_, i) => ({ email: uniqueEmail(`s${i}`), referrer: i % 2 ? ('admin' as const) : ('member' as const), queueEmail: false }));
+      const created = await createInvitations(server, world, inputs);
+      const referrerOf = new Map(created.map((invitation, i) => [invitation.id, world.users[inputs[i]!.referrer].id]));
+      const list = async (query: string) => {
+        const { response, statements } = await counting.request('/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: world.users.owner.auth },
+          body: JSON.stringify({ query }),
+        });
+        const body = (await response.json()) as { data: { invitations: { id: number; referrer?: { id: number } }[] } };
+        expect(body.data.invitations).toHaveLength(count);
+        return { invitations: body.data.invitations, statements };
+      };
+      await list('{ invitations { id } }'); // authenticates the owner: the counts below are the lists' alone
+      return { referrerOf, list };
+    };
+    const direct = '{ invitations { id referrer { id email } } }';
+    const throughFragment = '{ invitations { id ...Who } } fragment Who on Invitation { ... on Invitation { referrer { id } } }';
+    const without = '{ invitations { id email } }';
+    const few = await listed(3);
+    const many = await listed(30);
+    const withReferrers = await many.list(direct);
+    expect((await few.list(direct)).statements).toBe(withReferrers.statements);
+    expect(withReferrers.invitations.map((i) => [i.id, i.referrer?.id])).toEqual(withReferrers.invitations.map((i) => [i.id, many.referrerOf.get(i.id)]));
+    const fragmentBody = await many.list(throughFragment);
+    expect(fragmentBody.statements).toBe(withReferrers.statements);
+    expect(fragmentBody.invitations.every((i) => i.referrer?.id === many.referrerOf.get(i.id))).toBe(true);
+    expect((await many.list(without)).statements).toBe(withReferrers.statements - 1);
+  } finally {
+    await counting.close();
+  }
 });

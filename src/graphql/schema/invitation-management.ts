@@ -2,8 +2,10 @@
 import { connectionPage } from '../../domain/connections.js';
 import { invitationViewList, listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
+import type { GraphQLResolveInfo } from 'graphql';
 import { builder } from '../builder.js';
 import { actorOf, type GraphQLContext } from '../context.js';
+import { selectsField } from '../selection.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
 import { connectionType, pageArguments } from './connection.js';
@@ -27,15 +29,17 @@ builder.queryField('invitations', (t) =>
     description:
       "Invitations that the authenticated user sent (administrators: all of the organization's),\nnewest first. Accepted, revoked and expired ones only when asked for.",
     args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
-    resolve: (_root, args, context) => invitationsOf(context, args.includeInactive ?? false),
+    resolve: (_root, args, context, info) => invitationsOf(context, args.includeInactive ?? false, info),
   }),
 );
 
-/** Query.invitations' list (also what invitationsChanged delivers). */
-export const invitationsOf = (context: GraphQLContext, includeInactive: boolean) =>
+/** Query.invitations' list (also what invitationsChanged delivers), with its referrers when asked for. */
+export const invitationsOf = (context: GraphQLContext, includeInactive: boolean, info: GraphQLResolveInfo) =>
   domainQuery(async () => {
-    const list = await listInvitations(context.app.sql, actorOf(context), { includeInactive });
-    return wholeListWithinBudget(context, list, ANSWER_BYTES_PER_INVITATION);
+    const invitations = await listInvitations(context.app.sql, actorOf(context), { includeInactive });
+    const list = await wholeListWithinBudget(context, invitations, ANSWER_BYTES_PER_INVITATION);
+    if (selectsField(info, 'referrer')) await context.loaders.userById.preload(list.map((invitation) => invitation.referrerId));
+    return list;
   });
 
 builder.mutationFields((t) => ({

@@ -45,9 +45,9 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
     }),
     referrer: t.field({
       type: User,
-      // The loader's own promise, shared by every invitation of the same referrer (no async wrapper per
-      // invitation); a referrer that is gone is null, which the non-null field reports as an error.
-      resolve: (i, _args, context) => context.loaders.userById.load(i.referrerId) as Promise<UserSummary>,
+      // Preloaded by the lists (invitationsOf), so each invitation's referrer is a value, not a promise;
+      // a referrer that is gone is null, which the non-null field reports as an error.
+      resolve: (i, _args, context) => context.loaders.userById.load(i.referrerId) as UserSummary | Promise<UserSummary>,
     }),
     status: t.expose('status', { type: InvitationStatus }),
     emailDelivery: t.field({

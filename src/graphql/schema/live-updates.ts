@@ -47,7 +47,7 @@ const InvitationsChanged = builder.objectRef<LoggedEvent>('InvitationsChanged').
       type: [Invitation],
       description: "The caller's invitations as they stand when the event is delivered (as Query.invitations).",
       args: { includeInactive: t.arg.boolean({ defaultValue: false }) },
-      resolve: (_event, args, context) => invitationsOf(context, args.includeInactive ?? false),
+      resolve: (_event, args, context, info) => invitationsOf(context, args.includeInactive ?? false, info),
     }),
   }),
 });
