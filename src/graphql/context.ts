@@ -6,6 +6,7 @@ import type { Credentials } from '../domain/auth/held-credentials.js';
 import type { DomainError } from '../domain/errors.js';
 import { Loaders } from './loaders.js';
 import type { AnswerReservations } from '../http/memory-budget.js';
+import type { Logger } from '../logging.js';
 
 /** Who calls, as known before the document is parsed. */
 export interface Caller {
@@ -19,14 +20,16 @@ export interface Caller {
 export interface GraphQLContext extends Caller {
   app: AppContext;
   loaders: Loaders;
+  /** The request's logger (its id on every line). */
+  log: Logger;
   /** The HTTP answer's memory reservations (src/http/memory-budget.ts); none for a subscription's events. */
   answer?: AnswerReservations;
 }
 
 export const anonymousCaller = (): Caller => ({ actor: null, authError: null, credentials: null });
 
-export function newContext(app: AppContext, caller: Caller, answer?: AnswerReservations): GraphQLContext {
-  return { app, ...caller, loaders: new Loaders(app), answer };
+export function newContext(app: AppContext, caller: Caller, log: Logger, answer?: AnswerReservations): GraphQLContext {
+  return { app, ...caller, loaders: new Loaders(app), log, answer };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */

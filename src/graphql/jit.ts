@@ -6,18 +6,21 @@ import { getOperationAST, isAbstractType, isObjectType, type DocumentNode, type 
 import { createGraphQLError, isAsyncIterable, isPromise, type Plugin } from 'graphql-yoga';
 import type { Logger } from '../logging.js';
 
+/** The request's logger, from the GraphQL context: the second argument of resolveType and isTypeOf alike. */
+const requestLogOf = (args: unknown[], fallback: Logger) => (args[1] as { log?: Logger } | undefined)?.log ?? fallback;
+
 /** `callback` whose throw or rejection is logged and answered with `fallback`, never left unhandled. */
 function guarded<Args extends unknown[], Result>(log: Logger, name: string, fallback: Result, callback: (...args: Args) => Result | Promise<Result>) {
-  const recover = (error: unknown) => {
-    log.error({ err: error }, `GraphQL ${name} failed`);
+  const recover = (error: unknown, args: Args) => {
+    requestLogOf(args, log).error({ err: error }, `GraphQL ${name} failed`);
     return fallback;
   };
   return (...args: Args): Result | Promise<Result> => {
     try {
       const result = callback(...args);
-      return isPromise(result) ? result.catch(recover) : result;
+      return isPromise(result) ? result.catch((error: unknown) => recover(error, args)) : result;
     } catch (error) {
-      return recover(error);
+      return recover(error, args);
     }
   };
 }

@@ -11,6 +11,9 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { AppContext } from '../app-context.js';
 import { sessionTokenInCookies } from '../http/cookies.js';
+import { logger, requestIdFor, requestLogger } from '../logging.js';
+import type { GraphQLContext } from './context.js';
+import { writeHeldLines } from './replaced-errors.js';
 import type { GraphQLHandler, OfferedCredentials } from './yoga.js';
 import { identifyCaller } from './yoga.js';
 
@@ -35,6 +38,8 @@ const authorizationOf = (params: Record<string, unknown> | undefined) => {
   const value = params?.Authorization ?? params?.authorization;
   return typeof value === 'string' ? value : null;
 };
+
+const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
 /** Yoga's HTTP hints (extensions.http: a status, headers) mean nothing on a socket: errors go without them. */
 function withoutHttpHints(error: GraphQLError): GraphQLFormattedError {
@@ -65,7 +70,10 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
         const caller = await identifyCaller(app, extra.credentials ?? { authorization: null, sessionToken: undefined }, clientAddress);
         const query = graphql.webSocketDocument(caller, params);
         if (typeof query !== 'string') return [query];
-        const enveloped = graphql.getEnveloped({ caller, clientAddress, params: { ...params, query }, request: extra.request });
+        // Each operation logs as a request of its own: the handshake's X-Request-Id, or a fresh id.
+        const requestId = requestIdFor(headerValue(extra.request.headers['x-request-id']));
+        const log = requestLogger(app.log ?? logger, requestId);
+        const enveloped = graphql.getEnveloped({ caller, clientAddress, log, params: { ...params, query }, request: extra.request });
         let document;
         try {
           document = enveloped.parse(query);
@@ -84,7 +92,11 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
         };
         return args;
       },
-      onNext: (_context, _id, _payload, _args, result) => (result.errors ? { ...result, errors: result.errors.map(withoutHttpHints) } : undefined),
+      onNext: (_context, _id, _payload, args, result) => {
+        if (!result.errors) return undefined;
+        writeHeldLines(result.errors, (args.contextValue as GraphQLContext).log);
+        return { ...result, errors: result.errors.map(withoutHttpHints) };
+      },
       onError: (_context, _id, _payload, errors) => errors.map(withoutHttpHints),
       execute: (args) => (args.rootValue as Enveloped).execute(args),
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args),

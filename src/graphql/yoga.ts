@@ -20,6 +20,7 @@ import { compiledExecution } from './jit.js';
 import { documentSizePlugin, limitsPlugin, rootFieldCount } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
 import { requestError } from './schema/errors.js';
+import { HeldLines, heldLinesWritten, holdLines } from './replaced-errors.js';
 import { schema } from './schema/index.js';
 
 /** The document GraphiQL opens on: this API's own, run as whoever is signed in. */
@@ -60,6 +61,8 @@ export interface ServerContext {
   clientAddress: string;
   /** The answer's memory reservations (src/http/memory-budget.ts). */
   answer?: AnswerReservations;
+  /** The request's logger (its id on every line). */
+  log: Logger;
 }
 
 /** What a request may authenticate with: an Authorization header (HTTP's, or a WebSocket's connection_init payload's), or a browser session's cookie. */
@@ -83,15 +86,15 @@ export async function identifyCaller(app: AppContext, offered: OfferedCredential
 }
 
 /**
- * Yoga's own log lines, through ours. Its error lines repeat each error maskError (below) replaced,
- * which maskError has already logged at the level it deserves (an unexpected error at error, a busy
- * database at warn) with the request's id: they go to debug.
+ * Yoga's own log lines. Its debug lines (the steps of each request) know no request, so they would
+ * break the rule that every line of a request carries its id: they are not written. Its error lines
+ * repeat each error maskError replaced, which replaced-errors.ts logs with the request's id.
  */
 const yogaLogging = (log: Logger) => ({
-  debug: (...args: unknown[]) => log.debug({ yoga: args }, 'graphql-yoga'),
+  debug: () => {},
   info: (...args: unknown[]) => log.info({ yoga: args }, 'graphql-yoga'),
   warn: (...args: unknown[]) => log.warn({ yoga: args }, 'graphql-yoga'),
-  error: (error: unknown) => log.debug({ err: error }, 'graphql-yoga: an error replaced by maskError'),
+  error: () => {},
 });
 
 /** GET never changes anything (mutations over GET are refused), so only other methods need the header. */
@@ -199,20 +202,27 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = (error as { originalError?: unknown }).originalError ?? error;
-        const unavailable = database.noteFailure(original);
+        const lines = new HeldLines();
+        const unavailable = database.noteFailure(original, lines);
         if (unavailable) {
-          return createGraphQLError(unavailable, {
+          const replacement = createGraphQLError(unavailable, {
             extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
           });
+          holdLines(replacement, lines);
+          return replacement;
         }
         const masked = maskError(error, message, isDev);
-        if (masked !== error) (app.log ?? logger).error({ err: original }, 'unexpected error');
+        if (masked !== error) {
+          lines.error({ err: original }, 'unexpected error');
+          holdLines(masked, lines);
+        }
         return masked;
       },
     },
     plugins: [
       // First: it times and counts every execution, those the plugins below stop early included.
       ...(app.metrics ? graphqlMetrics(app.metrics) : []),
+      heldLinesWritten,
       // Executes queries and mutations compiled (this API has no @defer or @stream).
       ...compiledExecution(schema, app.log ?? logger),
       subscriptionCancellation,
@@ -223,7 +233,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
       authPlugin(),
       rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
     ],
-    context: ({ caller, answer }) => newContext(app, caller, answer),
+    context: ({ caller, answer, log }) => newContext(app, caller, log, answer),
   });
   // Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
   // handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
@@ -234,10 +244,10 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     getEnveloped: yoga.getEnveloped,
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
-    async handle(request: Request, clientAddress: string, answer?: AnswerReservations): Promise<Response> {
-      if (request.method === 'OPTIONS') return handleRequest(request, { caller: anonymousCaller(), clientAddress });
+    async handle(request: Request, { clientAddress, log, answer }: Omit<ServerContext, 'caller'>): Promise<Response> {
+      if (request.method === 'OPTIONS') return handleRequest(request, { caller: anonymousCaller(), clientAddress, log });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
-      const response = await handleRequest(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, answer });
+      const response = await handleRequest(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, log, answer });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

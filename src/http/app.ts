@@ -10,7 +10,7 @@ import type { AppContext } from '../app-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
-import { logger as processLogger, requestIdFor, withRequestId } from '../logging.js';
+import { logger as processLogger, requestIdFor, requestLogger, type Logger } from '../logging.js';
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
 import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
@@ -57,6 +57,8 @@ declare module 'hono' {
   interface ContextVariableMap {
     /** Set by the first middleware: see src/http/client-address.ts. */
     clientAddress: string;
+    /** Set by the first middleware: the request's logger (its id on every line). */
+    log: Logger;
   }
 }
 
@@ -105,7 +107,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const log = app.log ?? processLogger;
   // The request line's fields are fixed and hold no credential: it skips the redaction every other
   // line goes through (measured: about 5 % of a small request's CPU).
-  const requestLog = log.child({}, { redact: [] });
+  const requestLine = log.child({}, { redact: [] });
   const database = status ?? new DatabaseStatus(app.sql, log);
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
@@ -118,20 +120,19 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     const incoming = incomingOf(c);
     const client = incoming ? addressOf(incoming) : '';
     c.set('clientAddress', client);
-    return withRequestId(requestId, async () => {
-      const started = performance.now();
-      requestLog.debug({ method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
-      await next();
-      setResponseHeader(c, 'X-Request-Id', requestId);
-      // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
-      // A client that asks again at once on a kept-alive connection (a long poll, answered at once
-      // while draining) would otherwise never leave it idle, and the drain would never end.
-      if (lifecycle.draining()) setResponseHeader(c, 'Connection', 'close');
-      const ms = Math.round(performance.now() - started);
-      // Orchestrators probe every few seconds: their successes would drown the log.
-      const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
-      requestLog[level]({ method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
-    });
+    c.set('log', requestLogger(log, requestId));
+    const started = performance.now();
+    requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
+    await next();
+    setResponseHeader(c, 'X-Request-Id', requestId);
+    // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
+    // A client that asks again at once on a kept-alive connection (a long poll, answered at once
+    // while draining) would otherwise never leave it idle, and the drain would never end.
+    if (lifecycle.draining()) setResponseHeader(c, 'Connection', 'close');
+    const ms = Math.round(performance.now() - started);
+    // Orchestrators probe every few seconds: their successes would drown the log.
+    const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
+    requestLine[level]({ requestId, method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
   // GraphQL multipart requests are parsed whole before the resolver runs: one largest file and 1 MiB more.
@@ -172,9 +173,9 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering((answer) => graphql.handle(c.req.raw, clientAddress(c), answer));
+      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer }));
     } catch (error) {
-      const unavailable = database.noteFailure(error);
+      const unavailable = database.noteFailure(error, c.get('log'));
       if (unavailable) return graphqlUnavailable(unavailable);
       throw error;
     }
@@ -186,14 +187,15 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountSignInPages(http, app);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database }));
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database }));
   const jsonDoor = sessionDoor(app.config.serverUrl);
-  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), database, door: jsonDoor }));
+  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door: jsonDoor }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
-  http.onError((error) => {
-    const unavailable = database.noteFailure(error);
+  http.onError((error, c) => {
+    const requestLog = c.get('log') ?? log;
+    const unavailable = database.noteFailure(error, requestLog);
     if (unavailable) return unavailableResponse(unavailable);
-    log.error({ err: error }, 'unexpected error');
+    requestLog.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });
   return { http, graphql };

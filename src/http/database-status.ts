@@ -7,7 +7,7 @@
 // learn the state only; the cause (host, port, driver message) is for the log.
 import { POOL_SIZE } from '../db/database.js';
 import type { Sql } from '../db/sql.js';
-import type { Logger } from '../logging.js';
+import type { LineWriter, Logger } from '../logging.js';
 import { classifyDatabaseError, describeDatabaseError } from '../db/outage-errors.js';
 import { jsonResponse } from '../rest/envelope.js';
 
@@ -24,6 +24,9 @@ export const unavailableResponse = (message = UNAVAILABLE_MESSAGE) => jsonRespon
 
 /** The probes' 503: the state, nothing about where the database is or what the driver said. */
 export const unavailableStateResponse = () => jsonResponse({ status: DATABASE_UNAVAILABLE_STATE }, 503, retryAfter);
+
+/** A request's logger, or lines held until it is known (src/graphql/replaced-errors.ts). */
+type RequestLines = Pick<LineWriter, 'info' | 'warn'>;
 
 const PROBE_INTERVAL_MS = 1000;
 /** Every pooled connection may have broken at once (all backends terminated): one more try than the pool holds. */
@@ -56,17 +59,18 @@ export class DatabaseStatus {
    * Call with any error a request or a background pass met; returns the message of the 503 the
    * request answers, or null for other errors (bugs: the caller logs them). An outage is recorded
    * until a probe finds the database back; a lock wait that ran out is this request's only.
+   * `requestLog`: where what concerns this request alone goes (the outage's lines are the process's).
    */
-  noteFailure(error: unknown): string | null {
+  noteFailure(error: unknown, requestLog: RequestLines = this.log): string | null {
     const trouble = classifyDatabaseError(error);
     if (trouble === 'busy') {
-      this.log.warn(describeDatabaseError(error), 'database lock not granted in time: answering 503');
+      requestLog.warn(describeDatabaseError(error), 'database lock not granted in time: answering 503');
       return BUSY_MESSAGE;
     }
     if (trouble === null) return null;
     if (this.outage) this.outage.failed++;
     else if (trouble === 'unavailable') this.begin(error);
-    else this.connectionLost(error);
+    else this.connectionLost(error, requestLog);
     return UNAVAILABLE_MESSAGE;
   }
 
@@ -90,8 +94,8 @@ export class DatabaseStatus {
   }
 
   /** A statement's connection broke: this request answers 503; the outage (if any) begins when a probe fails. */
-  private connectionLost(error: unknown): void {
-    this.log.info(describeDatabaseError(error), 'a database connection was lost under a statement: answering 503');
+  private connectionLost(error: unknown, requestLog: RequestLines): void {
+    requestLog.info(describeDatabaseError(error), 'a database connection was lost under a statement: answering 503');
     void this.check().catch(() => {});
   }
 

@@ -9,7 +9,7 @@ import type { Credentials } from '../domain/auth/held-credentials.js';
 import { DomainError } from '../domain/errors.js';
 import { csrfFailure, sessionTokenOf } from '../http/cookies.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
-import { logger } from '../logging.js';
+import { logger, type Logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
 import { queryParams, readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
@@ -102,6 +102,8 @@ export function streamsBody(routes: RestRoute[], request: Request): boolean {
 export interface DispatchOptions {
   /** The peer's address, for the failed-login limit. */
   clientAddress: string;
+  /** The request's logger; default: the application's. */
+  log?: Logger;
   /** Told about failures; an unreachable database answers 503. */
   database?: DatabaseStatus;
   /** Default: /api/v1's. */
@@ -110,22 +112,30 @@ export interface DispatchOptions {
 
 export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions = { clientAddress: '' }): Promise<Response> {
   const door = options.door ?? API_DOOR;
+  const log = options.log ?? app.log ?? logger;
   try {
     const path = new URL(request.url).pathname.slice(door.prefix.length);
     const matched = matchRoute(routes, path);
     if (!matched || !door.serves(matched.route)) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, app, options.clientAddress, door);
+    return await dispatchMethod(matched.route, matched.pathParams, request, app, { clientAddress: options.clientAddress, log, door });
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    const unavailable = options.database?.noteFailure(error);
+    const unavailable = options.database?.noteFailure(error, log);
     if (unavailable) return unavailableResponse(unavailable);
-    (app.log ?? logger).error({ err: error }, 'unexpected error');
+    log.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   }
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, clientAddress: string, door: Door) {
+/** Who asks, as the door knows it. */
+interface RequestScope {
+  clientAddress: string;
+  log: Logger;
+  door: Door;
+}
+
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, { clientAddress, log, door }: RequestScope) {
   const allowed = declaredMethods(route);
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
@@ -137,10 +147,10 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
     return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
   }
   const params = route.streamsBody?.includes(method) ? queryParams(request) : await readParams(request);
-  if (publicHandler) return publicHandler({ params, path, app, request, clientAddress });
+  if (publicHandler) return publicHandler({ params, path, app, request, log, clientAddress });
   const caller = await door.authenticate(request, app, clientAddress);
   if (caller instanceof Response) return caller;
-  return handler!({ ...caller, params, path, app, request });
+  return handler!({ ...caller, params, path, app, request, log });
 }
 
 async function authenticateCaller(request: Request, app: AppContext, clientAddress: string): Promise<Authenticated> {

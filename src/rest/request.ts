@@ -3,6 +3,7 @@
 import type { Actor } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
 import type { AppContext } from '../app-context.js';
+import type { Logger } from '../logging.js';
 
 export interface RestRequest {
   actor: Actor;
@@ -13,6 +14,8 @@ export interface RestRequest {
   app: AppContext;
   /** The raw request; its body is unread only on routes that stream it (`streamsBody`). */
   request: Request;
+  /** The request's logger: its id on every line. */
+  log: Logger;
 }
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;

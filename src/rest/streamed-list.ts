@@ -4,7 +4,7 @@
 import type { AppContext } from '../app-context.js';
 import type { Paged } from '../domain/paging.js';
 import { memoryBudgetOf, refusedAsBusy, type Reservation } from '../http/memory-budget.js';
-import { logger } from '../logging.js';
+import type { Logger } from '../logging.js';
 import { successResponse } from './envelope.js';
 
 export interface StreamedList {
@@ -17,6 +17,8 @@ export interface StreamedList {
   after?: Record<string, unknown>;
   /** Given back when the body is written, or the client went away. */
   reservation: Reservation;
+  /** The request's logger. */
+  log: Logger;
 }
 
 const NEVER_CACHE = 'max-age=0, no-cache, no-store, must-revalidate, private';
@@ -58,7 +60,7 @@ export function streamedSuccessResponse(list: StreamedList): Response {
           }
         } catch (error) {
           // The status line is gone already: the connection is cut, so the client sees a broken body.
-          logger.error({ err: error }, 'streamed list failed');
+          list.log.error({ err: error }, 'streamed list failed');
           controller.error(error);
           finish();
         }
@@ -96,11 +98,11 @@ export interface PagedAnswer<T> {
  * A paged list's success answer: whole, with its length, when it is one page; otherwise streamed a
  * page at a time with one page's memory reserved first (503 with Retry-After when none comes).
  */
-export async function pagedListResponse<T>(app: AppContext, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
+export async function pagedListResponse<T>({ app, log }: { app: AppContext; log: Logger }, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
   const ignored = answer.ignored ?? [];
   if (!list.morePages) return successResponse({ [answer.key]: list.firstPage.map(answer.item), ...answer.after }, ignored);
   const reservation = await memoryBudgetOf(app).reserve(answer.pageBytes).catch(refusedAsBusy);
   if (reservation instanceof Response) return reservation;
   const after = ignored.length > 0 ? { ...answer.after, ignored_parameters_unsupported: ignored } : answer.after;
-  return streamedSuccessResponse({ key: answer.key, pages: mapPages(list.pages(), answer.item), after, reservation });
+  return streamedSuccessResponse({ key: answer.key, pages: mapPages(list.pages(), answer.item), after, reservation, log });
 }

@@ -10,6 +10,8 @@ import { createInvitation } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
 import { givePassword, PASSWORD, signIn } from '../support/sessions.js';
 import { testDatabaseUrl } from '../support/server.js';
+import { eventually, subscribe, TRANSPORTS } from '../support/subscriptions.js';
+import { postFiles } from '../support/uploads.js';
 import { createWorld, type World } from '../support/world.js';
 
 const { logger, raw, lines, clear } = capturedLogger('debug');
@@ -56,6 +58,69 @@ test('a request id on every line and in the response; one info line per request;
   expect(lines.filter((line) => line.level === 20).length).toBeGreaterThanOrEqual(3);
   const text = raw.join('\n');
   for (const secret of [w.users.member.apiKey, w.users.member.auth.slice('Basic '.length), invitation.confirmationKey]) expect(text).not.toContain(secret);
+});
+
+/** Until the returned function is called, reading a user's files fails with an unexpected error (other statements go through). */
+function failFileReads(): () => void {
+  const { sql } = server.app;
+  const rows = sql.rows;
+  sql.rows = <Row>(text: string, values: readonly unknown[]) =>
+    /\bFROM attachment\b/.test(text) ? Promise.reject(new Error('injected failure')) : rows.call<typeof sql, [string, readonly unknown[]], Promise<Row[]>>(sql, text, values);
+  return () => void (sql.rows = rows);
+}
+
+const errorLines = () => lines.filter((line) => line.level >= 50).map((line) => [line.requestId, line.msg, line.err?.message]);
+
+test('an unexpected error is logged once, at error, with the id of the request it broke (REST and GraphQL)', async () => {
+  const auth = w.users.member.auth;
+  expect((await fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: auth } })).status).toBe(200); // authenticated: cached
+  const restore = failFileReads();
+  clear();
+  let rest: Response;
+  let graphqlBody: unknown;
+  try {
+    rest = await fetch(`${server.url}/api/v1/attachments`, { headers: { authorization: auth, 'x-request-id': 'rest-broken' } });
+    const answer = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: auth, 'x-request-id': 'graphql-broken' },
+      body: JSON.stringify({ query: '{ attachments { uploadSpaceUsed } }' }),
+    });
+    graphqlBody = await answer.json();
+  } finally {
+    restore();
+  }
+  expect({ status: rest.status, body: await rest.json() }).toEqual({ status: 500, body: { result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' } });
+  expect(graphqlBody).toEqual({
+    data: null,
+    errors: [{ message: 'Unexpected error.', locations: expect.any(Array), path: ['attachments'], extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
+  });
+  expect(errorLines()).toEqual([
+    ['rest-broken', 'unexpected error', 'injected failure'],
+    ['graphql-broken', 'unexpected error', 'injected failure'],
+  ]);
+  for (const line of lines) expect(line.requestId).toEqual(expect.any(String));
+});
+
+test.each(TRANSPORTS)('over %s, an unexpected error in a subscription event is logged with the id of the subscribing request', async (transport) => {
+  const world = await createWorld(server.app.prisma);
+  const before = server.app.eventStreams!.size;
+  const subscription = subscribe(transport, server.url, world.users.member.auth, 'subscription { attachmentsChanged { change attachment { name } } }', {}, {
+    headers: { 'x-request-id': `${transport}-events` },
+  });
+  try {
+    await eventually(() => server.app.eventStreams!.size > before, 60_000);
+    const restore = failFileReads();
+    clear();
+    try {
+      expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'a.txt', content: 'x' }])).status).toBe(200);
+      expect(await subscription.next()).toMatchObject({ data: { attachmentsChanged: { change: 'ADDED', attachment: null } }, errors: [{ message: 'Unexpected error.' }] });
+    } finally {
+      restore();
+    }
+    expect(errorLines()).toEqual([[`${transport}-events`, 'unexpected error', 'injected failure']]);
+  } finally {
+    await subscription.close();
+  }
 });
 
 test('signing in and a reset link: no password, session token or reset token in the log; the link is logged as its route', async () => {

@@ -6,7 +6,7 @@ import { fileKey } from '../uploads/paths.js';
 import { isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
-import { logger } from '../../logging.js';
+import type { Logger } from '../../logging.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
 import { idColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
@@ -251,9 +251,9 @@ export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(
  * bytes. (The reference removes the bytes first and answers a storage failure with an error; here
  * that failure is logged and the deletion stands.) Unknown ids, other users' and other
  * organizations' files all get the same answer, so nobody learns which ids exist. Messages keep
- * their (now dead) links.
+ * their (now dead) links. `log`: the request's.
  */
-export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachmentId: number): Promise<{ uploadSpaceUsed: bigint }> {
+export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachmentId: number, log: Logger): Promise<{ uploadSpaceUsed: bigint }> {
   const invalid = () => badRequest('Invalid attachment');
   if (!isRowId(attachmentId)) throw invalid();
   const where = { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId };
@@ -266,16 +266,16 @@ export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachm
   });
   // A concurrent deletion of the same file won the race (and removes the bytes).
   if (uploadSpaceUsed === null) throw invalid();
-  await removeStoredBytes(app, row.pathId);
+  await removeStoredBytes(app, row.pathId, log);
   return { uploadSpaceUsed };
 }
 
 /** After the row is gone: a failure leaves the bytes to the sweep. */
-async function removeStoredBytes(app: AppContext, pathId: string) {
+async function removeStoredBytes(app: AppContext, pathId: string, log: Logger) {
   try {
     const removed = await app.storage.delete(fileKey(pathId));
-    if (!removed) (app.log ?? logger).warn({ pathId }, 'the deleted file had no stored bytes');
+    if (!removed) log.warn({ pathId }, 'the deleted file had no stored bytes');
   } catch (error) {
-    (app.log ?? logger).warn({ pathId, err: error }, 'removing the stored bytes of a deleted file failed; the file sweep removes them later');
+    log.warn({ pathId, err: error }, 'removing the stored bytes of a deleted file failed; the file sweep removes them later');
   }
 }

@@ -78,6 +78,6 @@ builder.mutationField('deleteAttachment', (t) =>
     description: 'Delete one of your own files. Same rules as DELETE /api/v1/attachments/{attachment_id}.',
     args: { id: t.arg.int({ required: true }) },
     resolve: (_root, args, context): Promise<DeleteAttachmentSuccessShape | ErrorShape> =>
-      asResult(async () => ({ id: args.id, ...(await deleteOwnAttachment(context.app, actorOf(context), args.id)) })),
+      asResult(async () => ({ id: args.id, ...(await deleteOwnAttachment(context.app, actorOf(context), args.id, context.log)) })),
   }),
 );

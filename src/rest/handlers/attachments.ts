@@ -9,9 +9,9 @@ import { pagedListResponse } from '../streamed-list.js';
 /** A page's rows, answer objects and JSON together, per file: an upper estimate (4 MiB a page). */
 const PAGE_BYTES_PER_FILE = 2048;
 
-export const listAttachments: RestHandler = async ({ actor, params, app }) => {
+export const listAttachments: RestHandler = async ({ actor, params, app, log }) => {
   const listing = await listOwnAttachments(app.sql, actor);
-  return pagedListResponse(app, listing, {
+  return pagedListResponse({ app, log }, listing, {
     key: 'attachments',
     item: attachmentListItem,
     pageBytes: ATTACHMENT_PAGE_SIZE * PAGE_BYTES_PER_FILE,
@@ -21,7 +21,7 @@ export const listAttachments: RestHandler = async ({ actor, params, app }) => {
   });
 };
 
-export const deleteAttachment: RestHandler = async ({ actor, path, app }) => {
-  await deleteOwnAttachment(app, actor, Number(path.attachmentId));
+export const deleteAttachment: RestHandler = async ({ actor, path, app, log }) => {
+  await deleteOwnAttachment(app, actor, Number(path.attachmentId), log);
   return successResponse();
 };

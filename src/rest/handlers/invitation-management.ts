@@ -26,8 +26,8 @@ const restShape = (i: ListedInvitation) => ({
 /** A page's rows, answer objects and JSON together, per invitation: an upper estimate (5 MiB a page). */
 const PAGE_BYTES_PER_INVITATION = 1024;
 
-export const listInvitations: RestHandler = async ({ actor, app }) =>
-  pagedListResponse(app, await listPendingInvitations(app.sql, actor), {
+export const listInvitations: RestHandler = async ({ actor, app, log }) =>
+  pagedListResponse({ app, log }, await listPendingInvitations(app.sql, actor), {
     key: 'invites',
     item: restShape,
     pageBytes: INVITATION_PAGE_SIZE * PAGE_BYTES_PER_INVITATION,
