@@ -30,8 +30,8 @@ const latestInvitationEmailLoader = ({ prisma }: Database) =>
 
 /**
  * A DataLoader whose values, once preloaded, are handed out as they are. graphql-jit completes a plain
- * value in place, where a promise per list item costs several more (each paying the async hooks): a
- * list preloads its items' relation in one batch, then each item's field resolves at once.
+ * value in place, where a promise per list item costs several more: a list preloads its items'
+ * relation in one batch, then each item's field resolves at once.
  */
 export class PreloadingLoader<K, V> {
   readonly #loaded = new Map<K, V>();

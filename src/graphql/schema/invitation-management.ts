@@ -1,8 +1,8 @@
 // Invitation lifecycle fields: listing, revoking and resending invitations.
+import type { GraphQLResolveInfo } from 'graphql';
 import { connectionPage } from '../../domain/connections.js';
 import { invitationViewList, listInvitations, resendInvitation, revokeInvitation } from '../../domain/invitations/manage.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
-import type { GraphQLResolveInfo } from 'graphql';
 import { builder } from '../builder.js';
 import { actorOf, type GraphQLContext } from '../context.js';
 import { selectsField } from '../selection.js';
