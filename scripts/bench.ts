@@ -257,7 +257,8 @@ async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<R
  * Alternates floor and server, ROUNDS times each; summarizes each side by its median round. A list's
  * statement alone (its database-bound limit) runs after each pair of rounds.
  */
-async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string): Promise<ScenarioResult> {
+/** `afterServerRound`: what to read right after each of the server's rounds (its database's memory), never during one. */
+async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string, afterServerRound = () => {}): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
   const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
   const alone: number[] = [];
@@ -266,6 +267,7 @@ async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: s
     rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
     const rss = sampleRss(real.child.pid!);
     rounds.real.push(await runRound(scenario, real, expected, LOAD));
+    afterServerRound();
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
     if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, LOAD));
   }
@@ -343,7 +345,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db!))
-        : await measure(scenario, pair, databaseUrl);
+        : await measure(scenario, pair, databaseUrl, realRss.sampleDatabase);
       for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
     }
