@@ -255,9 +255,9 @@ async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<R
 
 /**
  * Alternates floor and server, ROUNDS times each; summarizes each side by its median round. A list's
- * statement alone (its database-bound limit) runs after each pair of rounds.
+ * statement alone (its database-bound limit) runs after each pair of rounds. `afterServerRound`:
+ * what is read right after each of the server's rounds (its database's memory), never during one.
  */
-/** `afterServerRound`: what to read right after each of the server's rounds (its database's memory), never during one. */
 async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string, afterServerRound = () => {}): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
   const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
