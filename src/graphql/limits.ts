@@ -8,17 +8,14 @@ import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 import { blockFieldSuggestionsPlugin } from '@escape.tech/graphql-armor-block-field-suggestions';
 import {
   GraphQLError,
-  Kind,
   getNullableType,
   getOperationAST,
   getVariableValues,
   isListType,
   parse,
   type DocumentNode,
-  type FragmentDefinitionNode,
   type OperationDefinitionNode,
   type GraphQLSchema,
-  type SelectionSetNode,
   type ValidationContext,
 } from 'graphql';
 import { getComplexity, type ComplexityEstimator } from 'graphql-query-complexity';
@@ -148,21 +145,6 @@ function parseWithin(tokens: number) {
       throw error;
     }
   };
-}
-
-/** The root fields an operation's selection runs (those `counts` names), through fragments. */
-export function rootFieldCount(
-  selectionSet: SelectionSetNode,
-  fragments: Record<string, FragmentDefinitionNode>,
-  counts: (name: string) => boolean = (name) => name !== '__typename',
-): number {
-  let count = 0;
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) count += counts(selection.name.value) ? 1 : 0;
-    else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFieldCount(selection.selectionSet, fragments, counts);
-    else if (fragments[selection.name.value]) count += rootFieldCount(fragments[selection.name.value]!.selectionSet, fragments, counts);
-  }
-  return count;
 }
 
 /** Parsed documents kept per caller kind (a document within one kind's limits may exceed the other's). */

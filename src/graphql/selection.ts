@@ -1,17 +1,27 @@
-// What a resolver's field asks for, read from its selection: lets a list load a relation for all of
-// its items at once, and only when the document asks for it.
-import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+// What a selection asks for, through fragments: how many root fields an operation runs (the limits
+// count them), and whether a resolver's field selects a given field (a list then loads that relation
+// for all of its items at once, and only when the document asks for it).
+import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+
+/** The fields a selection set selects (those `counts` names), through inline fragments and fragment spreads. */
+export function selectedFieldCount(
+  selectionSet: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  counts: (name: string) => boolean = (name) => name !== '__typename',
+): number {
+  let count = 0;
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) count += counts(selection.name.value) ? 1 : 0;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += selectedFieldCount(selection.selectionSet, fragments, counts);
+    else if (fragments[selection.name.value]) count += selectedFieldCount(fragments[selection.name.value]!.selectionSet, fragments, counts);
+  }
+  return count;
+}
 
 /**
  * Whether the field being resolved selects `name` among its own fields, directly or through
  * fragments. @skip and @include are not evaluated: at worst the answer is a yes that loads more.
  */
 export function selectsField(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>, name: string): boolean {
-  const within = (set: SelectionSetNode | undefined): boolean =>
-    set?.selections.some((selection) => {
-      if (selection.kind === Kind.FIELD) return selection.name.value === name;
-      if (selection.kind === Kind.INLINE_FRAGMENT) return within(selection.selectionSet);
-      return within(info.fragments[selection.name.value]?.selectionSet);
-    }) ?? false;
-  return info.fieldNodes.some((node) => within(node.selectionSet));
+  return info.fieldNodes.some((node) => node.selectionSet !== undefined && selectedFieldCount(node.selectionSet, info.fragments, (field) => field === name) > 0);
 }

@@ -17,11 +17,12 @@ import { authPlugin } from './auth-plugin.js';
 import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
 import { compiledExecution } from './jit.js';
-import { documentSizePlugin, limitsPlugin, rootFieldCount } from './limits.js';
+import { documentSizePlugin, limitsPlugin } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
 import { requestError } from './schema/errors.js';
 import { HeldLines, heldLinesWritten, holdLines } from './replaced-errors.js';
 import { schema } from './schema/index.js';
+import { selectedFieldCount } from './selection.js';
 
 /** The document GraphiQL opens on: this API's own, run as whoever is signed in. */
 export const GRAPHIQL_EXAMPLE = `# The team chat administration API. Signed in (see the bar above), these run as you:
@@ -112,8 +113,8 @@ function csrfPrevention(): Plugin {
  * previewInvitations (a send's whole check order, without the writes).
  */
 function rateCountedFields(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>) {
-  if (operation.operation === 'mutation') return { fields: rootFieldCount(operation.selectionSet, fragments), kind: 'mutation' };
-  if (operation.operation === 'query') return { fields: rootFieldCount(operation.selectionSet, fragments, (name) => name === 'previewInvitations'), kind: 'previewInvitations' };
+  if (operation.operation === 'mutation') return { fields: selectedFieldCount(operation.selectionSet, fragments), kind: 'mutation' };
+  if (operation.operation === 'query') return { fields: selectedFieldCount(operation.selectionSet, fragments, (name) => name === 'previewInvitations'), kind: 'previewInvitations' };
   return { fields: 0, kind: '' };
 }
 

@@ -9,7 +9,7 @@ import type { Credentials } from '../domain/auth/held-credentials.js';
 import { DomainError } from '../domain/errors.js';
 import { csrfFailure, sessionTokenOf } from '../http/cookies.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
-import { logger, type Logger } from '../logging.js';
+import type { Logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
 import { queryParams, readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
@@ -102,17 +102,17 @@ export function streamsBody(routes: RestRoute[], request: Request): boolean {
 export interface DispatchOptions {
   /** The peer's address, for the failed-login limit. */
   clientAddress: string;
-  /** The request's logger; default: the application's. */
-  log?: Logger;
+  /** The request's logger. */
+  log: Logger;
   /** Told about failures; an unreachable database answers 503. */
   database?: DatabaseStatus;
   /** Default: /api/v1's. */
   door?: Door;
 }
 
-export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions = { clientAddress: '' }): Promise<Response> {
+export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions): Promise<Response> {
   const door = options.door ?? API_DOOR;
-  const log = options.log ?? app.log ?? logger;
+  const { log } = options;
   try {
     const path = new URL(request.url).pathname.slice(door.prefix.length);
     const matched = matchRoute(routes, path);
