@@ -1,10 +1,8 @@
 // What a selection asks for: the walk the limits count root fields with, and the one that decides
-// whether an invitation list preloads its referrers; and the loader whose preloaded values are
-// handed out as values (no promise per list item).
-import DataLoader from 'dataloader';
+// whether an invitation list or page reads its referrers in its own statement.
 import { Kind, parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { expect, test } from 'vitest';
-import { PreloadingLoader } from '../../src/graphql/loaders.js';
+import { connectionSelects } from '../../src/graphql/schema/connection.js';
 import { selectedFieldCount, selectsField } from '../../src/graphql/selection.js';
 
 /** The first root field of `document` as a resolver of it sees it. */
@@ -33,18 +31,12 @@ test('selectedFieldCount: the root fields through fragments, __typename not coun
   expect(selectedFieldCount(operation.selectionSet, fragments, (name) => name === 'resendInvitation')).toBe(1);
 });
 
-test('PreloadingLoader: the preloaded keys join the pending batch, then come back as values; other keys still load through the batch', async () => {
-  const batches: number[][] = [];
-  const loader = new PreloadingLoader(
-    new DataLoader<number, string>(async (keys) => {
-      batches.push([...keys]);
-      return keys.map((key) => `user ${key}`);
-    }),
-  );
-  expect(loader.load(1)).toBeInstanceOf(Promise);
-  await loader.preload([2, 3, 2, 3]);
-  expect(loader.load(2)).toBe('user 2');
-  expect(loader.load(3)).toBe('user 3');
-  expect(await loader.load(4)).toBe('user 4');
-  expect(batches).toEqual([[1, 2, 3], [4]]);
+test.each([
+  ['as nodes', '{ invitationPage { nodes { referrer { id } } } }', true],
+  ['as edges { node }', '{ invitationPage { edges { cursor node { id referrer { id } } } } }', true],
+  ['through fragments at each step', '{ invitationPage { ...Page } } fragment Page on InvitationConnection { edges { ... on InvitationEdge { node { ...Who } } } } fragment Who on Invitation { referrer { id } }', true],
+  ['not at all', '{ invitationPage { nodes { id } edges { cursor node { email } } totalCount } }', false],
+  ['only beside the nodes', '{ invitationPage { referrer { id } pageInfo { hasNextPage } } }', false],
+])('connectionSelects: a page asking for its nodes\' referrer %s', (_how, document, expected) => {
+  expect(connectionSelects(infoOf(document), 'referrer')).toBe(expected);
 });

@@ -257,7 +257,9 @@ test('GraphQL: invitations newest first, revoke and resend with the same rules',
   expect(guest).toEqual({ status: 200, data: null, errors: [{ message: 'Not allowed for guest users', locations: expect.any(Array), path: ['invitations'], extensions: { code: 'BAD_REQUEST' } }] });
 });
 
-test('GraphQL: the invitation list takes the same statements for 3 and 30 invitations; their referrers one more, only when asked for', async () => {
+type Listed = { id: number; referrer?: { id: number; email: string } };
+
+test('GraphQL: the invitation list and its pages take the same statements for 3 and 30 invitations, their referrers read in the same statement', async () => {
   const counting = await startCountingApp();
   try {
     /** A world whose member and admin sent `count` invitations; the owner lists them. */
@@ -272,25 +274,40 @@ test('GraphQL: the invitation list takes the same statements for 3 and 30 invita
           headers: { 'content-type': 'application/json', authorization: world.users.owner.auth },
           body: JSON.stringify({ query }),
         });
-        const body = (await response.json()) as { data: { invitations: { id: number; referrer?: { id: number } }[] } };
-        expect(body.data.invitations).toHaveLength(count);
-        return { invitations: body.data.invitations, statements };
+        const body = (await response.json()) as { data: { invitations?: Listed[]; me?: { invitationPage: { nodes?: Listed[]; edges?: { node: Listed }[] } } } };
+        const page = body.data.me?.invitationPage;
+        const invitations = body.data.invitations ?? page?.nodes ?? page!.edges!.map((edge) => edge.node);
+        expect(invitations).toHaveLength(count);
+        return { invitations, statements };
       };
       await list('{ invitations { id } }'); // authenticates the owner: the counts below are the lists' alone
-      return { referrerOf, list };
+      const referrerEmailOf = new Map(created.map((invitation, i) => [invitation.id, world.users[inputs[i]!.referrer].email]));
+      return { referrerOf, referrerEmailOf, list };
     };
     const direct = '{ invitations { id referrer { id email } } }';
     const throughFragment = '{ invitations { id ...Who } } fragment Who on Invitation { ... on Invitation { referrer { id } } }';
     const without = '{ invitations { id email } }';
+    const pageNodes = '{ me { invitationPage(first: 40) { nodes { id referrer { id email } } } } }';
+    const pageEdges = '{ me { invitationPage(first: 40) { edges { node { id ...Who } } } } } fragment Who on Invitation { referrer { id email } }';
+    const pageWithout = '{ me { invitationPage(first: 40) { nodes { id email } } } }';
     const few = await listed(3);
     const many = await listed(30);
-    const withReferrers = await many.list(direct);
-    expect((await few.list(direct)).statements).toBe(withReferrers.statements);
-    expect(withReferrers.invitations.map((i) => [i.id, i.referrer?.id])).toEqual(withReferrers.invitations.map((i) => [i.id, many.referrerOf.get(i.id)]));
-    const fragmentBody = await many.list(throughFragment);
-    expect(fragmentBody.statements).toBe(withReferrers.statements);
-    expect(fragmentBody.invitations.every((i) => i.referrer?.id === many.referrerOf.get(i.id))).toBe(true);
-    expect((await many.list(without)).statements).toBe(withReferrers.statements - 1);
+    const rightReferrers = (invitations: Listed[]) => invitations.map((i) => [i.id, i.referrer?.id, i.referrer?.email ?? many.referrerEmailOf.get(i.id)]);
+    const expected = (invitations: Listed[]) => invitations.map((i) => [i.id, many.referrerOf.get(i.id), many.referrerEmailOf.get(i.id)]);
+    const withoutReferrers = await many.list(without);
+    for (const query of [direct, throughFragment]) {
+      const { invitations, statements } = await many.list(query);
+      expect(statements).toBe(withoutReferrers.statements);
+      expect(rightReferrers(invitations)).toEqual(expected(invitations));
+    }
+    expect((await few.list(direct)).statements).toBe(withoutReferrers.statements);
+    const pageWithoutReferrers = await many.list(pageWithout);
+    for (const query of [pageNodes, pageEdges]) {
+      const { invitations, statements } = await many.list(query);
+      expect(statements).toBe(pageWithoutReferrers.statements);
+      expect(rightReferrers(invitations)).toEqual(expected(invitations));
+    }
+    expect((await few.list(pageNodes)).statements).toBe(pageWithoutReferrers.statements);
   } finally {
     await counting.close();
   }

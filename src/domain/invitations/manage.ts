@@ -13,6 +13,7 @@ import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationViewOfMs, toInvitationView, type InvitationView } from './status.js';
+import type { UserSummary } from '../users/user-summary.js';
 import type { Paged } from '../paging.js';
 import { idColumn, keysetPages, millisecondsColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
 
@@ -38,10 +39,16 @@ export function listPendingInvitations(sql: Sql, actor: Actor, now = new Date())
   return keysetPages(invitationList(sql, actor, { includeInactive: false, order: OLDEST_FIRST }, now), INVITATION_PAGE_SIZE);
 }
 
+/** What Query.invitations' lists read: inactive invitations too, and each invitation's referrer in the same statement. */
+export interface InvitationListOptions {
+  includeInactive: boolean;
+  withReferrers?: boolean;
+}
+
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
-export async function listInvitations(sql: Sql, actor: Actor, options: { includeInactive: boolean }, now = new Date()): Promise<Paged<InvitationView>> {
+export async function listInvitations(sql: Sql, actor: Actor, options: InvitationListOptions, now = new Date()): Promise<Paged<InvitationView>> {
   const list = await keysetPages(invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
-  const view = (page: ListedInvitation[]) => page.map((row) => viewOf(row, now));
+  const view = (page: ListedRow[]) => viewsOf(page, now);
   return {
     firstPage: view(list.firstPage),
     morePages: list.morePages,
@@ -53,33 +60,57 @@ export async function listInvitations(sql: Sql, actor: Actor, options: { include
 }
 
 /** The invitations of listInvitations read from any key on, for cursor connections (src/domain/connections.ts). */
-export function invitationViewList(sql: Sql, actor: Actor, options: { includeInactive: boolean }, now = new Date()): KeysetList<InvitationView> {
+export function invitationViewList(sql: Sql, actor: Actor, options: InvitationListOptions, now = new Date()): KeysetList<InvitationView> {
   const list = invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now);
   return {
     order: NEWEST_FIRST,
     keyOf: (view) => [view.invitedAtMs, view.id],
-    read: async (seek) => (await list.read(seek)).map((row) => viewOf(row, now)),
+    read: async (seek) => viewsOf(await list.read(seek), now),
     count: list.count,
   };
 }
 
-const viewOf = (row: ListedInvitation, now: Date) => invitationViewOfMs(row, now.getTime());
+/** The referrer's columns of a row read withReferrers. */
+interface ReferrerColumns {
+  referrerEmail: string;
+  referrerFullName: string;
+  referrerRole: number;
+  referrerIsBot: boolean;
+}
+
+type ListedRow = ListedInvitation & Partial<ReferrerColumns>;
+
+/** A page's views; rows read with their referrer give it to their view, one object per referrer. */
+function viewsOf(page: ListedRow[], now: Date): InvitationView[] {
+  const nowMs = now.getTime();
+  const referrers = new Map<number, UserSummary>();
+  return page.map((row) => invitationViewOfMs(row, nowMs, row.referrerEmail === undefined ? undefined : referrerOf(row as ListedInvitation & ReferrerColumns, referrers)));
+}
+
+function referrerOf(row: ListedInvitation & ReferrerColumns, seen: Map<number, UserSummary>): UserSummary {
+  let referrer = seen.get(row.referrerId);
+  if (!referrer) {
+    referrer = { id: row.referrerId, email: row.referrerEmail, fullName: row.referrerFullName, role: row.referrerRole, isBot: row.referrerIsBot };
+    seen.set(row.referrerId, referrer);
+  }
+  return referrer;
+}
 
 const NEWEST_FIRST: KeysetOrder = { name: 'invitation', columns: [millisecondsColumn('"invitedAt"'), idColumn()], descending: true };
 const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColumn()], descending: false };
 
-type ListOptions = { includeInactive: boolean; order: KeysetOrder };
+type ListOptions = { includeInactive: boolean; withReferrers?: boolean; order: KeysetOrder };
 
 /** The invitations the actor may list, in one of the two orders, read by keyset. */
-function invitationList(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<ListedInvitation> {
+function invitationList(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<ListedRow> {
   assertMayUseInvitations(actor);
   const filter = listFilter(actor, options, now);
   return {
     order: options.order,
     keyOf: (row) => (options.order === NEWEST_FIRST ? [row.invitedAtMs, row.id] : [row.id]),
     read: (seek) => {
-      const { text, values } = invitationListStatement(filter, options.order, seek);
-      return sql.rows<ListedInvitation>(text, values);
+      const { text, values } = invitationListStatement(filter, options.order, seek, options.withReferrers);
+      return sql.rows<ListedRow>(text, values);
     },
     count: async () => {
       const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`, filter.parameters.values);
@@ -97,21 +128,31 @@ function listFilter(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, option
   return { where, parameters };
 }
 
-function invitationListStatement({ where, parameters: filterParameters }: ReturnType<typeof listFilter>, order: KeysetOrder, seek: Seek) {
+const LISTED_COLUMNS = `id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
+  round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"`;
+const LISTED_NAMES = ['id', 'email', '"referrerId"', '"invitedAs"', '"notifyReferrerOnJoin"', 'status', '"invitedAtMs"', '"expiresAtMs"'];
+
+/**
+ * One statement for a page, each row with its referrer's columns when asked for: a second statement
+ * for the referrers cost the server and PostgreSQL more than the join does.
+ */
+function invitationListStatement({ where, parameters: filterParameters }: ReturnType<typeof listFilter>, order: KeysetOrder, seek: Seek, withReferrers = false) {
   const parameters = filterParameters.copy();
   const keyset = seekSql(order, seek, parameters);
-  const text = `SELECT id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
-                round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"
-           FROM invitation
-          WHERE ${where} ${keyset.where}
-          ORDER BY ${keyset.orderBy()}
-          LIMIT ${keyset.limit}`;
+  const page = (columns: string) => `SELECT ${columns} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
+  if (!withReferrers) return { text: page(LISTED_COLUMNS), values: parameters.values };
+  // A join keeps no order: the page also selects its sort columns, for the outer ORDER BY.
+  const sortColumns = order.columns.map(({ column }) => column).filter((column) => !LISTED_NAMES.includes(column));
+  const text = `SELECT ${LISTED_NAMES.map((name) => `listed.${name}`).join(', ')},
+           r.email AS "referrerEmail", r."fullName" AS "referrerFullName", r.role AS "referrerRole", r."isBot" AS "referrerIsBot"
+      FROM (${page([LISTED_COLUMNS, ...sortColumns].join(', '))}) listed JOIN user_account r ON r.id = listed."referrerId"
+     ORDER BY ${keyset.orderBy('listed.')}`;
   return { text, values: parameters.values };
 }
 
-/** The one statement of Query.invitations' first page (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
+/** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
 export const pendingInvitationsStatement = (actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) =>
-  invitationListStatement(listFilter(actor, { includeInactive: false }, now), NEWEST_FIRST, { backward: false, limit: INVITATION_PAGE_SIZE });
+  invitationListStatement(listFilter(actor, { includeInactive: false }, now), NEWEST_FIRST, { backward: false, limit: INVITATION_PAGE_SIZE }, true);
 
 /** The pending invitation the actor may manage; the caller holds the organization's row lock. */
 async function accessPendingInvitation(tx: Transaction, actor: Actor, invitationId: number) {

@@ -1,4 +1,8 @@
 // An invitation's status as people see it: expiry is derived from the time, so nothing needs a cron job.
+import { unixSecondsOfMs } from '../time.js';
+import type { RoleCode } from '../users/roles.js';
+import type { UserSummary } from '../users/user-summary.js';
+
 export type InvitationStatusName = 'PENDING' | 'ACCEPTED' | 'REVOKED' | 'EXPIRED';
 
 /** The status a row stores; EXPIRED is derived. */
@@ -19,14 +23,21 @@ export const activeInvitationWhere = (now: Date) => ({
   OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
 });
 
-/** An invitation as both doors show it; times in milliseconds since the epoch (lists build no date per row). */
+/**
+ * An invitation as both doors show it: times in milliseconds since the epoch (lists build no date per
+ * row) and in the UNIX seconds both doors answer with, so GraphQL reads each field as it is.
+ */
 export interface InvitationView {
   id: number;
   email: string;
-  invitedAs: number;
+  invitedAs: RoleCode;
   invitedAtMs: number;
+  invitedAt: number;
   expiresAtMs: number | null;
+  expiresAt: number | null;
   referrerId: number;
+  /** Read with the invitation when a list was asked for referrers; undefined otherwise. */
+  referrer?: UserSummary;
   status: InvitationStatusName;
 }
 
@@ -42,14 +53,18 @@ export function toInvitationView(
 export function invitationViewOfMs(
   row: { id: number; email: string; invitedAs: number; invitedAtMs: number; expiresAtMs: number | null; referrerId: number; status: StoredStatus },
   nowMs: number,
+  referrer?: UserSummary,
 ): InvitationView {
   return {
     id: row.id,
     email: row.email,
-    invitedAs: row.invitedAs,
+    invitedAs: row.invitedAs as RoleCode,
     invitedAtMs: row.invitedAtMs,
+    invitedAt: unixSecondsOfMs(row.invitedAtMs),
     expiresAtMs: row.expiresAtMs,
+    expiresAt: row.expiresAtMs === null ? null : unixSecondsOfMs(row.expiresAtMs),
     referrerId: row.referrerId,
+    referrer,
     status: statusAt(row.status, row.expiresAtMs, nowMs),
   };
 }

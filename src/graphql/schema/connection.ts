@@ -1,8 +1,10 @@
 // Relay cursor connections: PageInfo, and an edge and a connection type per node type. The pages
 // themselves come from src/domain/connections.ts.
 import type { ArgBuilder, ObjectRef } from '@pothos/core';
+import type { GraphQLResolveInfo } from 'graphql';
 import type { Connection, PageInfo as PageInfoShape } from '../../domain/connections.js';
 import { builder } from '../builder.js';
+import { selectsField } from '../selection.js';
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 
@@ -34,6 +36,10 @@ export function connectionType<Node>(name: string, node: ObjectRef<Types, Node>,
     }),
   });
 }
+
+/** Whether the connection field being resolved selects `name` of its nodes, as `nodes` or as `edges { node }`. */
+export const connectionSelects = (info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>, name: string) =>
+  selectsField(info, name, ['nodes']) || selectsField(info, name, ['edges', 'node']);
 
 /** The arguments of every connection field (their rules: src/domain/connections.ts). */
 export const pageArguments = (arg: ArgBuilder<Types>) => ({ first: arg.int(), after: arg.string(), last: arg.int(), before: arg.string() });

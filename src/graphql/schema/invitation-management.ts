@@ -8,7 +8,7 @@ import { actorOf, type GraphQLContext } from '../context.js';
 import { selectsField } from '../selection.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
 import { Invitation, type InvitationShape } from './invitation.js';
-import { connectionType, pageArguments } from './connection.js';
+import { connectionSelects, connectionType, pageArguments } from './connection.js';
 import { Viewer } from './user.js';
 
 const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
@@ -36,10 +36,8 @@ builder.queryField('invitations', (t) =>
 /** Query.invitations' list (also what invitationsChanged delivers), with its referrers when asked for. */
 export const invitationsOf = (context: GraphQLContext, includeInactive: boolean, info: GraphQLResolveInfo) =>
   domainQuery(async () => {
-    const invitations = await listInvitations(context.app.sql, actorOf(context), { includeInactive });
-    const list = await wholeListWithinBudget(context, invitations, ANSWER_BYTES_PER_INVITATION);
-    if (selectsField(info, 'referrer')) await context.loaders.userById.preload(list.map((invitation) => invitation.referrerId));
-    return list;
+    const invitations = await listInvitations(context.app.sql, actorOf(context), { includeInactive, withReferrers: selectsField(info, 'referrer') });
+    return wholeListWithinBudget(context, invitations, ANSWER_BYTES_PER_INVITATION);
   });
 
 builder.mutationFields((t) => ({
@@ -67,7 +65,9 @@ builder.objectField(Viewer, 'invitationPage', (t) =>
     description:
       "The invitations the caller may list (administrators: the organization's), newest first, a page at\na time; same rules as attachmentPage.",
     args: { ...pageArguments(t.arg), includeInactive: t.arg.boolean({ defaultValue: false }) },
-    resolve: (viewer, { includeInactive, ...page }, context) =>
-      domainQuery(() => connectionPage(invitationViewList(context.app.sql, viewer, { includeInactive: includeInactive ?? false }), page)),
+    resolve: (viewer, { includeInactive, ...page }, context, info) =>
+      domainQuery(() =>
+        connectionPage(invitationViewList(context.app.sql, viewer, { includeInactive: includeInactive ?? false, withReferrers: connectionSelects(info, 'referrer') }), page),
+      ),
   }),
 );

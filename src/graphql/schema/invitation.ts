@@ -9,9 +9,9 @@ import {
 import { sendInvitations, type SendInvitationsRequest } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
-import { unixSeconds, unixSecondsOfMs } from '../../domain/time.js';
+import { unixSeconds } from '../../domain/time.js';
 import { Role, User } from './user.js';
-import type { UserSummary } from '../loaders.js';
+import type { UserSummary } from '../../domain/users/user-summary.js';
 
 export type InvitationShape = InvitationView;
 
@@ -35,19 +35,15 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
   fields: (t) => ({
     id: t.exposeInt('id'),
     email: t.exposeString('email'),
-    invitedAs: t.field({ type: Role, resolve: (i) => i.invitedAs as 100 }),
-    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (i) => unixSecondsOfMs(i.invitedAtMs) }),
-    expiresAt: t.field({
-      type: 'SafeInt',
-      nullable: true,
-      description: 'UNIX time in seconds; null when the invitation never expires.',
-      resolve: (i) => (i.expiresAtMs === null ? null : unixSecondsOfMs(i.expiresAtMs)),
-    }),
+    // Exposed as they are, these fields cost a list no resolver call per invitation.
+    invitedAs: t.expose('invitedAs', { type: Role }),
+    invitedAt: t.expose('invitedAt', { type: 'SafeInt', description: 'UNIX time in seconds.' }),
+    expiresAt: t.expose('expiresAt', { type: 'SafeInt', nullable: true, description: 'UNIX time in seconds; null when the invitation never expires.' }),
     referrer: t.field({
       type: User,
-      // Preloaded by the lists (invitationsOf), so each invitation's referrer is a value, not a promise;
+      // The lists read it with the invitation, so each invitation's referrer is a value, not a promise;
       // a referrer that is gone is null, which the non-null field reports as an error.
-      resolve: (i, _args, context) => context.loaders.userById.load(i.referrerId) as UserSummary | Promise<UserSummary>,
+      resolve: (i, _args, context) => i.referrer ?? (context.loaders.userById.load(i.referrerId) as Promise<UserSummary>),
     }),
     status: t.expose('status', { type: InvitationStatus }),
     emailDelivery: t.field({

@@ -1,7 +1,7 @@
 import type { Actor } from '../../domain/auth/authenticate.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
-import type { UserSummary } from '../loaders.js';
+import type { UserSummary } from '../../domain/users/user-summary.js';
 import { Channel, UserGroup } from './channel.js';
 
 export const Role = builder.enumType('Role', {
