@@ -84,8 +84,8 @@ export async function* mapPages<T, U>(pages: AsyncIterable<T[]>, shape: (item: T
 
 export interface PagedAnswer<T> {
   key: string;
-  /** An item's JSON shape. */
-  item: (row: T) => unknown;
+  /** An item's JSON shape; without it, items are written as they are. */
+  item?: (row: T) => unknown;
   /** What one page holds while it is written (rows, answer objects, JSON): reserved for the stream. */
   pageBytes: number;
   /** Fields after the list. */
@@ -100,9 +100,10 @@ export interface PagedAnswer<T> {
  */
 export async function pagedListResponse<T>({ app, log }: { app: AppContext; log: Logger }, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
   const ignored = answer.ignored ?? [];
-  if (!list.morePages) return successResponse({ [answer.key]: list.firstPage.map(answer.item), ...answer.after }, ignored);
+  const item = answer.item;
+  if (!list.morePages) return successResponse({ [answer.key]: item ? list.firstPage.map(item) : list.firstPage, ...answer.after }, ignored);
   const reservation = await memoryBudgetOf(app).reserve(answer.pageBytes).catch(refusedAsBusy);
   if (reservation instanceof Response) return reservation;
   const after = ignored.length > 0 ? { ...answer.after, ignored_parameters_unsupported: ignored } : answer.after;
-  return streamedSuccessResponse({ key: answer.key, pages: mapPages(list.pages(), answer.item), after, reservation, log });
+  return streamedSuccessResponse({ key: answer.key, pages: item ? mapPages(list.pages(), item) : list.pages(), after, reservation, log });
 }

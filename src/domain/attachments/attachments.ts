@@ -53,7 +53,7 @@ export interface OwnAttachmentWithMessages extends ListedAttachment {
 }
 
 /** The caller's files, page by page (src/domain/paging.ts), and what both doors show beside them. */
-export interface OwnAttachments<A extends ListedAttachment> extends Paged<A> {
+export interface OwnAttachments<A extends { id: number }> extends Paged<A> {
   /** Every owner's files of the organization, from its counter. */
   uploadSpaceUsed: bigint;
   uploadQuota: bigint | null;
@@ -83,8 +83,8 @@ interface OwnAttachmentRow {
  * authenticated user may ask. One statement for a list of up to a page: this is the settings page's
  * hot path, so it is hand-written.
  */
-export async function listOwnAttachments(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachment>> {
-  return ownAttachments(ownFiles(sql, actor, false, withMessageIds), pageSize);
+export async function listOwnAttachments(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<AttachmentListItem>> {
+  return ownAttachments(ownFiles(sql, actor, false, (row) => attachmentListItem(row as OwnAttachmentRow & { id: number })), pageSize);
 }
 
 /** The same list, each file with its messages' send times. */
@@ -107,7 +107,7 @@ export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachme
 const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()], descending: false };
 
 /** The caller's files read by keyset; each statement also gives the organization's columns. */
-function ownFiles<A extends ListedAttachment>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
+function ownFiles<A extends { id: number }>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
   const read = async (seek: Seek) => {
     const { text, values } = ownFilesStatement(actor, withMessages, seek);
     const rows = await sql.rows<OwnAttachmentRow>(text, values);
@@ -135,7 +135,7 @@ function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, withMess
 export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, limit = ATTACHMENT_PAGE_SIZE) =>
   ownFilesStatement(actor, withMessages, { backward: false, limit });
 
-async function ownAttachments<A extends ListedAttachment>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
+async function ownAttachments<A extends { id: number }>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
   const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
   const readAfter = (last: A) => files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
   const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
@@ -151,14 +151,6 @@ async function countOwnAttachments(sql: Sql, actor: Actor): Promise<number> {
 }
 
 // One object per file, built in one go (no spread of the common fields): the lists' hot path.
-const withMessageIds = (row: OwnAttachmentRow): OwnAttachment => ({
-  id: row.id!,
-  name: row.name,
-  pathId: row.pathId,
-  size: jsonInteger(row.size),
-  createTime: row.createTime,
-  messageIds: row.messageIds,
-});
 const withMessages = (row: OwnAttachmentRow): OwnAttachmentWithMessages => ({
   id: row.id!,
   name: row.name,
@@ -207,7 +199,7 @@ const ownAttachmentsStatement = (withMessages: boolean, seek: ReturnType<typeof 
  * among them, would round it again), so we fail loudly instead of answering a wrong total. The lists
  * read sizes as text (no bigint per file).
  */
-export function jsonInteger(value: bigint | string): number {
+export function jsonInteger(value: bigint | string | number): number {
   const number = Number(value);
   if (!Number.isSafeInteger(number)) throw new RangeError(`${value} is beyond what a JSON number holds exactly`);
   return number;
@@ -223,11 +215,21 @@ export const listedAttachment = ({ id, name, pathId, size, createTime }: Attachm
 });
 
 /** A file as `GET /api/v1/attachments` lists it, and as `attachment` events carry it (events.md Decision 6). */
-export const attachmentListItem = (a: OwnAttachment) => ({
+export interface AttachmentListItem {
+  id: number;
+  name: string;
+  path_id: string;
+  size: number;
+  create_time: number;
+  message_ids: number[];
+}
+
+/** The list item of a file, or of a list statement's row (its size as text): one object per file, no intermediate one. */
+export const attachmentListItem = (a: Omit<OwnAttachment, 'size'> & { size: number | string }): AttachmentListItem => ({
   id: a.id,
   name: a.name,
   path_id: a.pathId,
-  size: a.size,
+  size: jsonInteger(a.size),
   create_time: a.createTime,
   message_ids: a.messageIds,
 });

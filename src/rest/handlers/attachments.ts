@@ -1,6 +1,6 @@
 // GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
 // attachments service.
-import { ATTACHMENT_PAGE_SIZE, attachmentListItem, deleteOwnAttachment, jsonInteger, listOwnAttachments } from '../../domain/attachments/attachments.js';
+import { ATTACHMENT_PAGE_SIZE, deleteOwnAttachment, jsonInteger, listOwnAttachments } from '../../domain/attachments/attachments.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';
@@ -12,8 +12,8 @@ const PAGE_BYTES_PER_FILE = 2048;
 export const listAttachments: RestHandler = async ({ actor, params, app, log }) => {
   const listing = await listOwnAttachments(app.sql, actor);
   return pagedListResponse({ app, log }, listing, {
+    // The list's items are already in their answer's shape.
     key: 'attachments',
-    item: attachmentListItem,
     pageBytes: ATTACHMENT_PAGE_SIZE * PAGE_BYTES_PER_FILE,
     after: { upload_space_used: jsonInteger(listing.uploadSpaceUsed) },
     // The endpoint takes no parameters: every one sent is reported (Decision 5).
