@@ -285,29 +285,25 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
       return { referrerOf, referrerEmailOf, list };
     };
     const direct = '{ invitations { id referrer { id email } } }';
-    const throughFragment = '{ invitations { id ...Who } } fragment Who on Invitation { ... on Invitation { referrer { id } } }';
-    const without = '{ invitations { id email } }';
+    const throughFragment = '{ invitations { id ...Who } } fragment Who on Invitation { ... on Invitation { referrer { id email } } }';
     const pageNodes = '{ me { invitationPage(first: 40) { nodes { id referrer { id email } } } } }';
     const pageEdges = '{ me { invitationPage(first: 40) { edges { node { id ...Who } } } } } fragment Who on Invitation { referrer { id email } }';
-    const pageWithout = '{ me { invitationPage(first: 40) { nodes { id email } } } }';
     const few = await listed(3);
     const many = await listed(30);
-    const rightReferrers = (invitations: Listed[]) => invitations.map((i) => [i.id, i.referrer?.id, i.referrer?.email ?? many.referrerEmailOf.get(i.id)]);
-    const expected = (invitations: Listed[]) => invitations.map((i) => [i.id, many.referrerOf.get(i.id), many.referrerEmailOf.get(i.id)]);
-    const withoutReferrers = await many.list(without);
-    for (const query of [direct, throughFragment]) {
-      const { invitations, statements } = await many.list(query);
-      expect(statements).toBe(withoutReferrers.statements);
-      expect(rightReferrers(invitations)).toEqual(expected(invitations));
-    }
-    expect((await few.list(direct)).statements).toBe(withoutReferrers.statements);
-    const pageWithoutReferrers = await many.list(pageWithout);
-    for (const query of [pageNodes, pageEdges]) {
-      const { invitations, statements } = await many.list(query);
-      expect(statements).toBe(pageWithoutReferrers.statements);
-      expect(rightReferrers(invitations)).toEqual(expected(invitations));
-    }
-    expect((await few.list(pageNodes)).statements).toBe(pageWithoutReferrers.statements);
+    /** Each query asking for referrers takes the statements of `without`, for 3 invitations as for 30, and gives each invitation its own referrer. */
+    const sameStatements = async (without: string, withReferrers: string[]) => {
+      const { statements } = await many.list(without);
+      for (const query of withReferrers) {
+        const { invitations, statements: listing } = await many.list(query);
+        expect(listing).toBe(statements);
+        expect(invitations.map((i) => [i.id, i.referrer?.id, i.referrer?.email])).toEqual(
+          invitations.map((i) => [i.id, many.referrerOf.get(i.id), many.referrerEmailOf.get(i.id)]),
+        );
+        expect((await few.list(query)).statements).toBe(statements);
+      }
+    };
+    await sameStatements('{ invitations { id email } }', [direct, throughFragment]);
+    await sameStatements('{ me { invitationPage(first: 40) { nodes { id email } } } }', [pageNodes, pageEdges]);
   } finally {
     await counting.close();
   }
