@@ -1,0 +1,176 @@
+// Compares builds of the server with each other and with the floor on one kind of request, as the
+// sixth session measured its changes: each process started side by side on the bench's data, rounds
+// alternating under autocannon (8 connections), CPU per request read from /proc for each process and
+// for PostgreSQL's processes apart (on two shared cores both count in the throughput).
+//   DATABASE_URL=... npx tsx scripts/bench/compare-builds.ts setup
+//     once: a database beside DATABASE_URL's with the bench's main organization and 100 pending invitations
+//   npx tsx scripts/bench/compare-builds.ts <kind> <seconds> <rounds> <target>...
+//     kind: rest, restme, list, page, inv, me, emoji, invite, invite100
+//     target: floor, or a build's folder inside the checkout (dist, or a copy of an older dist/), with
+//     extra node flags after @ (dist@--max-semi-space-size=16)
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
+import { generateApiKey } from '../../src/domain/users/api-keys.js';
+import { freshDatabaseBeside } from './databases.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, INVITATIONS_QUERY, LISTED_INVITATIONS } from './organization.js';
+import { FLOOR_COMMAND, freePort, realServerCommand, waitUntilServing } from './processes.js';
+
+const STATE = 'bench/compare-organization.json';
+const WORK_DIR = '/tmp/teamchat-compare-builds';
+
+interface Organization {
+  databaseUrl: string;
+  id: number;
+  authorization: string;
+}
+
+async function setup(): Promise<void> {
+  const databaseUrl = await freshDatabaseBeside(process.env.DATABASE_URL!, 'compare');
+  const { file } = benchOrganization('main', FULL.main);
+  const administrator = file.users![0]!;
+  administrator.api_key = generateApiKey();
+  for (const user of file.users!.slice(1)) user.api_key = generateApiKey();
+  mkdirSync(WORK_DIR, { recursive: true });
+  writeFileSync(join(WORK_DIR, 'organization.json'), JSON.stringify(file));
+  const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: join(WORK_DIR, 'cli') };
+  execFileSync(process.execPath, ['dist/cli/main.js', 'import', join(WORK_DIR, 'organization.json')], { env, stdio: 'inherit' });
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query(
+      `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
+      [file.organization.string_id, String(administrator.email)],
+    );
+    const listed = Array.from({ length: LISTED_INVITATIONS }, (_, k) => k);
+    await db.query(
+      `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
+       SELECT $1, 'listed-' || k || '@invitees.example', $2, 400, now() - make_interval(secs => k), now() + interval '10 days', key
+         FROM unnest($3::int[], $4::text[]) AS t(k, key)`,
+      [rows[0].id, rows[0].administratorId, listed, listed.map(() => generateConfirmationKey())],
+    );
+    const authorization = 'Basic ' + Buffer.from(`${administrator.email}:${administrator.api_key}`).toString('base64');
+    writeFileSync(STATE, JSON.stringify({ databaseUrl, id: rows[0].id, authorization } satisfies Organization, null, 1));
+  } finally {
+    await db.end();
+  }
+  console.log(`Wrote ${STATE}.`);
+}
+
+type Request = { method: 'GET' | 'POST' | 'DELETE'; path: string; headers: Record<string, string>; body?: string };
+
+/** The request of a kind; the writes' vary per request (emoji names, new addresses). */
+function requestOf(kind: string, org: Organization): { fixed?: Request; next?: () => Request } {
+  const headers = { authorization: org.authorization };
+  const graphql = (query: string): { fixed: Request } => ({ fixed: { method: 'POST', path: '/graphql', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query }) } });
+  let count = 0;
+  const invite = (addresses: number) => (): Request => {
+    const batch = `${Date.now()}-${count++}`;
+    const emails = Array.from({ length: addresses }, (_, k) => `compare-${batch}-${k}@invitees.example`).join(',');
+    return { method: 'POST', path: '/api/v1/invites', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ invitee_emails: emails, stream_ids: '[]', invite_as: '400' }).toString() };
+  };
+  const kinds: Record<string, () => { fixed?: Request; next?: () => Request }> = {
+    rest: () => ({ fixed: { method: 'GET', path: '/api/v1/attachments', headers } }),
+    restme: () => ({ fixed: { method: 'GET', path: '/api/v1/users/me', headers } }),
+    list: () => graphql(ATTACHMENTS_QUERY),
+    page: () => graphql(ATTACHMENT_PAGE_QUERY),
+    inv: () => graphql(INVITATIONS_QUERY),
+    me: () => graphql('{ me { id } }'),
+    emoji: () => ({ next: (): Request => ({ method: 'DELETE', path: `/api/v1/realm/emoji/${emojiName(count++ % FULL.main.emoji)}`, headers }) }),
+    invite: () => ({ next: invite(1) }),
+    invite100: () => ({ next: invite(100) }),
+  };
+  if (!kinds[kind]) throw new Error(`unknown kind ${kind}: ${Object.keys(kinds).join(', ')}`);
+  return kinds[kind]();
+}
+
+/** User and system CPU of a process so far, in clock ticks (100 a second). */
+function ticksOf(pid: number | string): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** The same, summed over every PostgreSQL process of the machine. */
+function postgresTicks(): number {
+  let sum = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) sum += ticksOf(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return sum;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  rates: number[];
+  cpu: number[];
+  database: number[];
+}
+
+async function start(name: string, org: Organization): Promise<Target> {
+  const [folder, ...flags] = name.split('@');
+  const args = folder === 'floor' ? FLOOR_COMMAND : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
+  const dataDir = join(WORK_DIR, name.replace(/\W/g, '_'));
+  mkdirSync(dataDir, { recursive: true });
+  const env = { ...process.env, DATABASE_URL: org.databaseUrl, DATA_DIR: dataDir, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400' };
+  const port = await freePort();
+  const child = spawn(process.execPath, args, { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', openSync(join(dataDir, 'stdout.log'), 'a'), 'inherit'] });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilServing(url, child, () => []);
+  return { name, url, child, rates: [], cpu: [], database: [] };
+}
+
+async function round(target: Target, kind: string, org: Organization, db: pg.Pool, seconds: number): Promise<{ rate: number; cpu: number; database: number }> {
+  if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
+  const { fixed, next } = requestOf(kind, org);
+  const before = { own: ticksOf(target.child.pid!), database: postgresTicks() };
+  const result = await autocannon({ url: target.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
+  const msPerRequest = (ticks: number) => (ticks * 10) / Math.max(1, result.requests.total);
+  const failed = result.non2xx + result.errors;
+  if (failed > 0) console.error(`${target.name}: ${failed} requests failed (${JSON.stringify(result.statusCodeStats)})`);
+  return { rate: result.requests.average, cpu: msPerRequest(ticksOf(target.child.pid!) - before.own), database: msPerRequest(postgresTicks() - before.database) };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function compare(kind: string, seconds: number, rounds: number, names: string[]): Promise<void> {
+  const org = JSON.parse(readFileSync(STATE, 'utf8')) as Organization;
+  const db = new pg.Pool({ connectionString: org.databaseUrl, max: 1 });
+  const targets: Target[] = [];
+  try {
+    for (const name of names) targets.push(await start(name, org));
+    for (const target of targets) await round(target, kind, org, db, 2); // warm-up
+    for (let i = 0; i < rounds; i++) {
+      for (const target of targets) {
+        const { rate, cpu, database } = await round(target, kind, org, db, seconds);
+        target.rates.push(rate);
+        target.cpu.push(cpu);
+        target.database.push(database);
+        console.error(`${target.name}: ${rate.toFixed(0)} req/s, CPU ${cpu.toFixed(3)} ms/request, PostgreSQL ${database.toFixed(3)}`);
+      }
+    }
+    console.log(`| ${kind}: target | req/s (median) | CPU ms/request | PostgreSQL ms/request | rounds' CPU |\n|---|---:|---:|---:|---|`);
+    for (const t of targets) {
+      console.log(`| ${t.name} | ${median(t.rates).toFixed(0)} | ${median(t.cpu).toFixed(3)} | ${median(t.database).toFixed(3)} | ${t.cpu.map((c) => c.toFixed(3)).join(' ')} |`);
+    }
+  } finally {
+    for (const target of targets) target.child.kill('SIGTERM');
+    await db.end();
+  }
+}
+
+const [command, ...rest] = process.argv.slice(2);
+if (command === 'setup') await setup();
+else if (command && rest.length >= 3) await compare(command, Number(rest[0]), Number(rest[1]), rest.slice(2));
+else {
+  console.error('usage: compare-builds.ts setup | <kind> <seconds> <rounds> <target>...');
+  process.exitCode = 2;
+}
