@@ -17,6 +17,7 @@ import { generateConfirmationKey } from '../../src/domain/invitations/confirmati
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, INVITATIONS_QUERY, LISTED_INVITATIONS } from './organization.js';
+import { cpuMsOf } from './load.js';
 import { FLOOR_COMMAND, freePort, realServerCommand, waitUntilServing } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
@@ -87,23 +88,18 @@ function requestOf(kind: string, org: Organization): { fixed?: Request; next?: (
   return kinds[kind]();
 }
 
-/** User and system CPU of a process so far, in clock ticks (100 a second). */
-function ticksOf(pid: number | string): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
-/** The same, summed over every PostgreSQL process of the machine. */
-function postgresTicks(): number {
-  let sum = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes('(postgres)')) sum += ticksOf(pid);
-    } catch {
-      // gone meanwhile
-    }
+const commandOf = (pid: string) => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return ''; // gone meanwhile
   }
-  return sum;
+};
+
+/** CPU time every PostgreSQL process of the machine has used so far, in milliseconds. */
+function postgresCpuMs(): number {
+  const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && commandOf(name) === 'postgres');
+  return pids.reduce((sum, pid) => sum + cpuMsOf(Number(pid)), 0);
 }
 
 interface Target {
@@ -131,12 +127,12 @@ async function start(name: string, org: Organization): Promise<Target> {
 async function round(target: Target, kind: string, org: Organization, db: pg.Pool, seconds: number): Promise<{ rate: number; cpu: number; database: number }> {
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   const { fixed, next } = requestOf(kind, org);
-  const before = { own: ticksOf(target.child.pid!), database: postgresTicks() };
+  const before = { own: cpuMsOf(target.child.pid!), database: postgresCpuMs() };
   const result = await autocannon({ url: target.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
-  const msPerRequest = (ticks: number) => (ticks * 10) / Math.max(1, result.requests.total);
+  const msPerRequest = (ms: number) => ms / Math.max(1, result.requests.total);
   const failed = result.non2xx + result.errors;
   if (failed > 0) console.error(`${target.name}: ${failed} requests failed (${JSON.stringify(result.statusCodeStats)})`);
-  return { rate: result.requests.average, cpu: msPerRequest(ticksOf(target.child.pid!) - before.own), database: msPerRequest(postgresTicks() - before.database) };
+  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.child.pid!) - before.own), database: msPerRequest(postgresCpuMs() - before.database) };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

@@ -81,7 +81,7 @@ export const firstRequest = (scenario: Scenario): Request =>
 const MISMATCH_SAMPLES = 3;
 
 /** CPU time (user + system) a process has used so far, in milliseconds; 0 once it has gone. */
-function cpuMsOf(pid: number): number {
+export function cpuMsOf(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields 14 and 15 (utime, stime) in clock ticks; the command name (field 2) may hold spaces.
