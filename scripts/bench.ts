@@ -11,7 +11,6 @@ import pg from 'pg';
 import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
 import { ownAttachmentsListStatement } from '../src/domain/attachments/attachments.js';
 import { generateApiKey } from '../src/domain/users/api-keys.js';
-import { generateConfirmationKey } from '../src/domain/invitations/confirmation-key.js';
 import { pendingInvitationsStatement } from '../src/domain/invitations/manage.js';
 import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
@@ -25,7 +24,7 @@ import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './ben
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, importedIds, insertListedInvitations, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
 import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
@@ -73,11 +72,7 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
   const started = Date.now();
   await run(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env }, maxBuffer: 1 << 24 });
   console.error(`Imported ${name}: ${describeVolume(volume)} in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
-  const { rows } = await db.query(
-    `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
-    [file.organization.string_id, String(file.users![0]!.email)],
-  );
-  return { id: rows[0].id, administratorId: rows[0].administratorId, volume, authorizations };
+  return { ...(await importedIds(db, file)), volume, authorizations };
 }
 
 /**
@@ -142,14 +137,7 @@ async function pendingInvitations(db: pg.Pool, org: Organization) {
   const { rows } = await db.query(`SELECT count(*)::int AS pending FROM invitation WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
   if (rows[0].pending === LISTED_INVITATIONS) return;
   await db.query(`UPDATE invitation SET status = 'REVOKED' WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
-  const now = Date.now();
-  const listed = Array.from({ length: LISTED_INVITATIONS }, (_, k) => k);
-  await db.query(
-    `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
-     SELECT $1, 'listed-' || k || '@invitees.example', $2, 400, $3::timestamp(3) - make_interval(secs => k), $3::timestamp(3) + interval '10 days', key
-       FROM unnest($4::int[], $5::text[]) AS t(k, key)`,
-    [org.id, org.administratorId, new Date(now).toISOString(), listed, listed.map(() => generateConfirmationKey())],
-  );
+  await insertListedInvitations(db, org.id, org.administratorId);
 }
 
 function emojiDeactivation(org: Organization, db: pg.Pool): ScenarioSpec {

@@ -8,17 +8,16 @@
 //     kind: rest, restme, list, page, inv, me, emoji, invite, invite100
 //     target: floor, or a build's folder inside the checkout (dist, or a copy of an older dist/), with
 //     extra node flags after @ (dist@--max-semi-space-size=16)
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, INVITATIONS_QUERY, LISTED_INVITATIONS } from './organization.js';
+import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, importedIds, insertListedInvitations, INVITATIONS_QUERY } from './organization.js';
 import { cpuMsOf } from './load.js';
-import { FLOOR_COMMAND, freePort, realServerCommand, waitUntilServing } from './processes.js';
+import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, type BenchProcess } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
 const WORK_DIR = '/tmp/teamchat-compare-builds';
@@ -33,28 +32,18 @@ async function setup(): Promise<void> {
   const databaseUrl = await freshDatabaseBeside(process.env.DATABASE_URL!, 'compare');
   const { file } = benchOrganization('main', FULL.main);
   const administrator = file.users![0]!;
-  administrator.api_key = generateApiKey();
-  for (const user of file.users!.slice(1)) user.api_key = generateApiKey();
+  for (const user of file.users!) user.api_key = generateApiKey();
   mkdirSync(WORK_DIR, { recursive: true });
   writeFileSync(join(WORK_DIR, 'organization.json'), JSON.stringify(file));
   const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: join(WORK_DIR, 'cli') };
-  execFileSync(process.execPath, ['dist/cli/main.js', 'import', join(WORK_DIR, 'organization.json')], { env, stdio: 'inherit' });
+  execFileSync(process.execPath, [...cliCommand(), 'import', join(WORK_DIR, 'organization.json')], { env, stdio: 'inherit' });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query(
-      `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
-      [file.organization.string_id, String(administrator.email)],
-    );
-    const listed = Array.from({ length: LISTED_INVITATIONS }, (_, k) => k);
-    await db.query(
-      `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
-       SELECT $1, 'listed-' || k || '@invitees.example', $2, 400, now() - make_interval(secs => k), now() + interval '10 days', key
-         FROM unnest($3::int[], $4::text[]) AS t(k, key)`,
-      [rows[0].id, rows[0].administratorId, listed, listed.map(() => generateConfirmationKey())],
-    );
+    const { id, administratorId } = await importedIds(db, file);
+    await insertListedInvitations(db, id, administratorId);
     const authorization = 'Basic ' + Buffer.from(`${administrator.email}:${administrator.api_key}`).toString('base64');
-    writeFileSync(STATE, JSON.stringify({ databaseUrl, id: rows[0].id, authorization } satisfies Organization, null, 1));
+    writeFileSync(STATE, JSON.stringify({ databaseUrl, id, authorization } satisfies Organization, null, 1));
   } finally {
     await db.end();
   }
@@ -104,8 +93,7 @@ function postgresCpuMs(): number {
 
 interface Target {
   name: string;
-  url: string;
-  child: ChildProcess;
+  process: BenchProcess;
   rates: number[];
   cpu: number[];
   database: number[];
@@ -114,25 +102,20 @@ interface Target {
 async function start(name: string, org: Organization): Promise<Target> {
   const [folder, ...flags] = name.split('@');
   const args = folder === 'floor' ? FLOOR_COMMAND : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
-  const dataDir = join(WORK_DIR, name.replace(/\W/g, '_'));
-  mkdirSync(dataDir, { recursive: true });
-  const env = { ...process.env, DATABASE_URL: org.databaseUrl, DATA_DIR: dataDir, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400' };
-  const port = await freePort();
-  const child = spawn(process.execPath, args, { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', openSync(join(dataDir, 'stdout.log'), 'a'), 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntilServing(url, child, () => []);
-  return { name, url, child, rates: [], cpu: [], database: [] };
+  const env = { DATABASE_URL: org.databaseUrl, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400' };
+  const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
+  return { name, process: started, rates: [], cpu: [], database: [] };
 }
 
 async function round(target: Target, kind: string, org: Organization, db: pg.Pool, seconds: number): Promise<{ rate: number; cpu: number; database: number }> {
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   const { fixed, next } = requestOf(kind, org);
-  const before = { own: cpuMsOf(target.child.pid!), database: postgresCpuMs() };
-  const result = await autocannon({ url: target.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
+  const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuMs() };
+  const result = await autocannon({ url: target.process.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
   const msPerRequest = (ms: number) => ms / Math.max(1, result.requests.total);
   const failed = result.non2xx + result.errors;
   if (failed > 0) console.error(`${target.name}: ${failed} requests failed (${JSON.stringify(result.statusCodeStats)})`);
-  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.child.pid!) - before.own), database: msPerRequest(postgresCpuMs() - before.database) };
+  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.process.child.pid!) - before.own), database: msPerRequest(postgresCpuMs() - before.database) };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -158,7 +141,7 @@ async function compare(kind: string, seconds: number, rounds: number, names: str
       console.log(`| ${t.name} | ${median(t.rates).toFixed(0)} | ${median(t.cpu).toFixed(3)} | ${median(t.database).toFixed(3)} | ${t.cpu.map((c) => c.toFixed(3)).join(' ')} |`);
     }
   } finally {
-    for (const target of targets) target.child.kill('SIGTERM');
+    for (const target of targets) await target.process.stop();
     await db.end();
   }
 }

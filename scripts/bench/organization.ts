@@ -3,6 +3,8 @@
 // attachments each linked from 3 messages, the organization's other attachments owned by others,
 // and many custom emoji.
 import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import type { OrganizationFileInput } from '../../src/import/organization-file.js';
 
 export interface Volume {
@@ -96,3 +98,25 @@ export const ATTACHMENT_PAGE_QUERY = `{ me { attachmentPage(first: ${ATTACHMENT_
 /** Pending invitations of the benchmark's organization while the invitation list is measured. */
 export const LISTED_INVITATIONS = 100;
 export const INVITATIONS_QUERY = '{ invitations { id email invitedAs invitedAt expiresAt status referrer { id fullName email } } }';
+
+type Database = pg.Pool | pg.Client;
+
+/** The ids of an imported organization and of its first user (the benchmark user). */
+export async function importedIds(db: Database, file: OrganizationFileInput): Promise<{ id: number; administratorId: number }> {
+  const { rows } = await db.query(
+    `SELECT o.id, u.id AS "administratorId" FROM organization o JOIN user_account u ON u."organizationId" = o.id AND u."emailKey" = lower($2) WHERE o."stringId" = $1`,
+    [file.organization.string_id, String(file.users![0]!.email)],
+  );
+  return rows[0];
+}
+
+/** LISTED_INVITATIONS pending invitations by the administrator, a second apart, the newest sent now. */
+export async function insertListedInvitations(db: Database, organizationId: number, administratorId: number): Promise<void> {
+  const listed = Array.from({ length: LISTED_INVITATIONS }, (_, k) => k);
+  await db.query(
+    `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
+     SELECT $1, 'listed-' || k || '@invitees.example', $2, 400, $3::timestamp(3) - make_interval(secs => k), $3::timestamp(3) + interval '10 days', key
+       FROM unnest($4::int[], $5::text[]) AS t(k, key)`,
+    [organizationId, administratorId, new Date().toISOString(), listed, listed.map(() => generateConfirmationKey())],
+  );
+}

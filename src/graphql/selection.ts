@@ -1,33 +1,31 @@
 // What a selection asks for, through fragments: how many root fields an operation runs (the limits
 // count them), and whether a resolver's field selects a given field (a list then loads that relation
 // for all of its items at once, and only when the document asks for it).
-import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 
-/** The fields a selection set selects (those `counts` names), through inline fragments and fragment spreads. */
+/** The fields of a selection set, through inline fragments and fragment spreads. */
+function* fieldsOf(selectionSet: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>): Generator<FieldNode> {
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) yield selection;
+    else if (selection.kind === Kind.INLINE_FRAGMENT) yield* fieldsOf(selection.selectionSet, fragments);
+    else if (fragments[selection.name.value]) yield* fieldsOf(fragments[selection.name.value]!.selectionSet, fragments);
+  }
+}
+
+/** The fields a selection set selects (those `counts` names), through fragments. */
 export function selectedFieldCount(
   selectionSet: SelectionSetNode,
   fragments: Record<string, FragmentDefinitionNode>,
   counts: (name: string) => boolean = (name) => name !== '__typename',
 ): number {
   let count = 0;
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) count += counts(selection.name.value) ? 1 : 0;
-    else if (selection.kind === Kind.INLINE_FRAGMENT) count += selectedFieldCount(selection.selectionSet, fragments, counts);
-    else if (fragments[selection.name.value]) count += selectedFieldCount(fragments[selection.name.value]!.selectionSet, fragments, counts);
-  }
+  for (const field of fieldsOf(selectionSet, fragments)) if (counts(field.name.value)) count++;
   return count;
 }
 
 /** The selection sets of the fields named `name` in `selectionSet`, through fragments. */
 function selectionsOf(selectionSet: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, name: string): SelectionSetNode[] {
-  const found: SelectionSetNode[] = [];
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) {
-      if (selection.name.value === name && selection.selectionSet) found.push(selection.selectionSet);
-    } else if (selection.kind === Kind.INLINE_FRAGMENT) found.push(...selectionsOf(selection.selectionSet, fragments, name));
-    else if (fragments[selection.name.value]) found.push(...selectionsOf(fragments[selection.name.value]!.selectionSet, fragments, name));
-  }
-  return found;
+  return [...fieldsOf(selectionSet, fragments)].flatMap((field) => (field.name.value === name && field.selectionSet ? [field.selectionSet] : []));
 }
 
 /**

@@ -1,5 +1,4 @@
 // An invitation's status as people see it: expiry is derived from the time, so nothing needs a cron job.
-import { unixSecondsOfMs } from '../time.js';
 import type { RoleCode } from '../users/roles.js';
 import type { UserSummary } from '../users/user-summary.js';
 
@@ -23,18 +22,13 @@ export const activeInvitationWhere = (now: Date) => ({
   OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
 });
 
-/**
- * An invitation as both doors show it: times in milliseconds since the epoch (lists build no date per
- * row) and in the UNIX seconds both doors answer with, so GraphQL reads each field as it is.
- */
+/** An invitation as both doors show it; times in milliseconds since the epoch (lists build no date per row). */
 export interface InvitationView {
   id: number;
   email: string;
   invitedAs: RoleCode;
   invitedAtMs: number;
-  invitedAt: number;
   expiresAtMs: number | null;
-  expiresAt: number | null;
   referrerId: number;
   /** Read with the invitation when a list was asked for referrers; undefined otherwise. */
   referrer?: UserSummary;
@@ -60,9 +54,7 @@ export function invitationViewOfMs(
     email: row.email,
     invitedAs: row.invitedAs as RoleCode,
     invitedAtMs: row.invitedAtMs,
-    invitedAt: unixSecondsOfMs(row.invitedAtMs),
     expiresAtMs: row.expiresAtMs,
-    expiresAt: row.expiresAtMs === null ? null : unixSecondsOfMs(row.expiresAtMs),
     referrerId: row.referrerId,
     referrer,
     status: statusAt(row.status, row.expiresAtMs, nowMs),

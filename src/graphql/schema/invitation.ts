@@ -9,7 +9,7 @@ import {
 import { sendInvitations, type SendInvitationsRequest } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
-import { unixSeconds } from '../../domain/time.js';
+import { unixSeconds, unixSecondsOfMs } from '../../domain/time.js';
 import { Role, User } from './user.js';
 import type { UserSummary } from '../../domain/users/user-summary.js';
 
@@ -35,10 +35,14 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
   fields: (t) => ({
     id: t.exposeInt('id'),
     email: t.exposeString('email'),
-    // Exposed as they are, these fields cost a list no resolver call per invitation.
     invitedAs: t.expose('invitedAs', { type: Role }),
-    invitedAt: t.expose('invitedAt', { type: 'SafeInt', description: 'UNIX time in seconds.' }),
-    expiresAt: t.expose('expiresAt', { type: 'SafeInt', nullable: true, description: 'UNIX time in seconds; null when the invitation never expires.' }),
+    invitedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (i) => unixSecondsOfMs(i.invitedAtMs) }),
+    expiresAt: t.field({
+      type: 'SafeInt',
+      nullable: true,
+      description: 'UNIX time in seconds; null when the invitation never expires.',
+      resolve: (i) => (i.expiresAtMs === null ? null : unixSecondsOfMs(i.expiresAtMs)),
+    }),
     referrer: t.field({
       type: User,
       // The lists read it with the invitation, so each invitation's referrer is a value, not a promise;
