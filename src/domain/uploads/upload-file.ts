@@ -115,7 +115,7 @@ export const quotaExceeded = () =>
 /**
  * Step 4 and the row: under a lock on the organization's row (concurrent uploads cannot overshoot
  * the quota together), then the row and the organization's counter in the same transaction. A
- * refusal or any failure removes the staged bytes.
+ * refusal, or a failure that surely stored no row, removes the staged bytes.
  */
 async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload): Promise<UploadedFile> {
   try {
@@ -137,9 +137,23 @@ async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload)
     });
     return { attachment, url: `/user_uploads/${staged.pathId}`, filename: staged.name };
   } catch (error) {
-    await discardUpload(app, staged);
+    if (await surelyNotStored(app, staged, error)) await discardUpload(app, staged);
     throw error;
   }
+}
+
+/**
+ * Whether a failed commit surely left no row for the staged file. A refusal did; but a connection
+ * cut while committing leaves the outcome unknown, and the transaction may have committed (the fault
+ * soak found a row whose bytes this had removed). Then the row is looked for; when even that fails,
+ * the bytes stay, and the file sweep removes them later if no row names them.
+ */
+async function surelyNotStored(app: AppContext, staged: StagedUpload, error: unknown): Promise<boolean> {
+  if (error instanceof DomainError) return true;
+  return app.prisma.attachment.count({ where: { pathId: staged.pathId } }).then(
+    (rows) => rows === 0,
+    () => false,
+  );
 }
 
 /**
