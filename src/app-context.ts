@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Prisma } from './db/database.js';
 import type { Sql } from './db/sql.js';
 import type { AuthCache } from './domain/auth/auth-cache.js';
+import type { PermissionCache } from './domain/permissions/permission-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
@@ -19,6 +20,8 @@ export interface AppContext {
   rateLimiter: RateLimiter;
   /** Authenticated users by key hash; absent or off when this process cannot hear changes (auth-cache.ts). */
   authCache?: AuthCache;
+  /** Organizations' invitation settings and group reach; absent or off when this process cannot hear changes (permission-cache.ts). */
+  permissionCache?: PermissionCache;
   /** Wakes the background e-mail worker after new mail was queued (no-op when none runs). */
   notifyOutbox(): void;
   /** Where uploaded files and emoji images are stored. */

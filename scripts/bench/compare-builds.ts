@@ -21,6 +21,8 @@ import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, type BenchP
 
 const STATE = 'bench/compare-organization.json';
 const WORK_DIR = '/tmp/teamchat-compare-builds';
+/** How the addresses the invite rounds make begin. */
+const INVITED_PREFIX = 'compare-';
 
 interface Organization {
   databaseUrl: string;
@@ -59,7 +61,7 @@ function requestOf(kind: string, org: Organization): { fixed?: Request; next?: (
   let count = 0;
   const invite = (addresses: number) => (): Request => {
     const batch = `${Date.now()}-${count++}`;
-    const emails = Array.from({ length: addresses }, (_, k) => `compare-${batch}-${k}@invitees.example`).join(',');
+    const emails = Array.from({ length: addresses }, (_, k) => `${INVITED_PREFIX}${batch}-${k}@invitees.example`).join(',');
     return { method: 'POST', path: '/api/v1/invites', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ invitee_emails: emails, stream_ids: '[]', invite_as: '400' }).toString() };
   };
   const kinds: Record<string, () => { fixed?: Request; next?: () => Request }> = {
@@ -101,14 +103,22 @@ interface Target {
 
 async function start(name: string, org: Organization): Promise<Target> {
   const [folder, ...flags] = name.split('@');
-  const args = folder === 'floor' ? FLOOR_COMMAND : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
+  const args = folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
   const env = { DATABASE_URL: org.databaseUrl, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400' };
   const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
   return { name, process: started, rates: [], cpu: [], database: [] };
 }
 
+/** The invitations (and their e-mails) the invite rounds made: the invitation list's 100 stay alone. */
+async function removeInvitesMade(db: pg.Pool, org: Organization): Promise<void> {
+  const made = `SELECT id FROM invitation WHERE "organizationId" = $1 AND email LIKE '${INVITED_PREFIX}%'`;
+  await db.query(`DELETE FROM outbox_email WHERE "invitationId" IN (${made})`, [org.id]);
+  await db.query(`DELETE FROM invitation WHERE id IN (${made})`, [org.id]);
+}
+
 async function round(target: Target, kind: string, org: Organization, db: pg.Pool, seconds: number): Promise<{ rate: number; cpu: number; database: number }> {
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
+  if (kind.startsWith('invite')) await removeInvitesMade(db, org);
   const { fixed, next } = requestOf(kind, org);
   const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuMs() };
   const result = await autocannon({ url: target.process.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
@@ -126,6 +136,7 @@ async function compare(kind: string, seconds: number, rounds: number, names: str
   const targets: Target[] = [];
   try {
     for (const name of names) targets.push(await start(name, org));
+    if (kind === 'inv') await removeInvitesMade(db, org);
     for (const target of targets) await round(target, kind, org, db, 2); // warm-up
     for (let i = 0; i < rounds; i++) {
       for (const target of targets) {

@@ -1,13 +1,12 @@
 // DataLoaders, one set per request, so lists of objects load their relations in one query.
 import DataLoader from 'dataloader';
-import type { Prisma } from '../db/database.js';
-import type { Sql } from '../db/sql.js';
+import type { AppContext } from '../app-context.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import type { UserSummary } from '../domain/users/user-summary.js';
 import { loadInvitePermissions, type InvitePermissions } from '../domain/invitations/invite-permissions.js';
 import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
 
-type Database = { prisma: Prisma; sql: Sql };
+type Database = Pick<AppContext, 'prisma' | 'sql' | 'permissionCache'>;
 
 /** What the actor may pick when inviting, loaded once per request for both invitable lists. */
 const invitePermissionsLoader = (db: Database) =>

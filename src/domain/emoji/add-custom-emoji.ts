@@ -42,7 +42,7 @@ export async function assertMayAddEmoji(app: AppContext, actor: Actor, rawName: 
     where: { id: actor.organizationId },
     select: { waitingPeriodThreshold: true, canAddCustomEmojiGroupId: true },
   });
-  if (!(await holdsSetting(app.sql, actor, organization, organization.canAddCustomEmojiGroupId))) throw badRequest('Insufficient permission');
+  if (!(await holdsSetting(app, actor, organization, organization.canAddCustomEmojiGroupId))) throw badRequest('Insufficient permission');
   if (await isNameTaken(app.prisma, actor.organizationId, name)) throw nameTaken();
   return name;
 }

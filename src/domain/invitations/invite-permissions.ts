@@ -2,12 +2,13 @@
 // Decision 1). The same rules answer "what may I pick?" for the GraphQL invitable lists, so what a
 // user can pick is exactly what sending accepts.
 import type { Prisma } from '../../db/database.js';
-import type { Sql } from '../../db/sql.js';
+import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import type { Channel, Organization, OrganizationDomain, UserGroup } from '../../generated/prisma/client.js';
 import { distinctRowIds } from '../ids.js';
-import { settingsHeldBy } from '../permissions/group-membership.js';
+import { settingsHeldBy, type PermissionReader } from '../permissions/group-membership.js';
+import { readThrough } from '../permissions/permission-cache.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
 
 
@@ -76,31 +77,37 @@ type InvitingOrganization = Pick<
 
 /**
  * The organization with its allowed domains, in one statement, through the driver (every invitation
- * asks; Prisma's raw-query path cost more than the statement). Only columns the driver reads as
- * Prisma would (no dates, no bigints).
+ * asks; Prisma's raw-query path cost more than the statement), or from this process's cache. Only
+ * columns the driver reads as Prisma would (no dates, no bigints). Frozen: the cache shares it.
  */
-async function loadOrganization(sql: Sql, organizationId: number): Promise<InvitingOrganization | undefined> {
-  const [organization] = await sql.rows<InvitingOrganization>(
-    `SELECT o.id, o.name, o."maxInvites", o."licenseLimit", o."inviteRequired", o."emailsRestrictedToDomains",
-            o."disallowDisposableEmailAddresses", o."waitingPeriodThreshold", o."canInviteUsersGroupId",
-            o."canAddSubscribersGroupId", o."canManageAllGroupsId",
-            coalesce((
-              SELECT json_agg(json_build_object('domain', d.domain, 'allowSubdomains', d."allowSubdomains") ORDER BY d.id)
-              FROM organization_domain d WHERE d."organizationId" = o.id), '[]') AS domains
-       FROM organization o WHERE o.id = $1`,
-    [organizationId],
-  );
-  return organization;
+function loadOrganization(db: PermissionReader, organizationId: number): Promise<InvitingOrganization | undefined> {
+  return readThrough(db.permissionCache, `organization:${organizationId}`, async () => {
+    const [organization] = await db.sql.rows<InvitingOrganization>(
+      `SELECT o.id, o.name, o."maxInvites", o."licenseLimit", o."inviteRequired", o."emailsRestrictedToDomains",
+              o."disallowDisposableEmailAddresses", o."waitingPeriodThreshold", o."canInviteUsersGroupId",
+              o."canAddSubscribersGroupId", o."canManageAllGroupsId",
+              coalesce((
+                SELECT json_agg(json_build_object('domain', d.domain, 'allowSubdomains', d."allowSubdomains") ORDER BY d.id)
+                FROM organization_domain d WHERE d."organizationId" = o.id), '[]') AS domains
+         FROM organization o WHERE o.id = $1`,
+      [organizationId],
+    );
+    if (!organization) return undefined;
+    organization.domains.forEach((domain) => Object.freeze(domain));
+    Object.freeze(organization.domains);
+    return Object.freeze(organization);
+  });
 }
 
 /** Without ids in `scope`, every channel and named group of the organization. */
 export async function loadInvitePermissions(
-  { prisma: db, sql }: { prisma: Prisma; sql: Sql },
+  app: Pick<AppContext, 'prisma' | 'sql' | 'permissionCache'>,
   actor: Actor,
   scope: { channelIds?: number[]; groupIds?: number[] } = {},
 ): Promise<InvitePermissions> {
+  const db = app.prisma;
   const [organization, channels, groups, subscriptions] = await Promise.all([
-    loadOrganization(sql, actor.organizationId),
+    loadOrganization(app, actor.organizationId),
     loadChannels(db, actor.organizationId, scope.channelIds),
     loadGroups(db, actor.organizationId, scope.groupIds),
     // Subscriptions matter only for channel access.
@@ -119,7 +126,7 @@ export async function loadInvitePermissions(
     channels: new Map(channels.map((c) => [c.id, c])),
     groups: new Map(groups.map((g) => [g.id, g])),
     subscribed: new Set(subscriptions.map((s) => s.channelId)),
-    held: await settingsHeldBy(sql, actor, organization, settingIds),
+    held: await settingsHeldBy(app, actor, organization, settingIds),
     actor,
   };
 }

@@ -1,9 +1,11 @@
 // Who holds a group setting. A setting names a group: a system group (`role:*`, membership follows
 // roles), a named group, or an anonymous one; members of subgroups (recursively) are members too.
-import { statementRows, type Sql } from '../../db/sql.js';
+import type { AppContext } from '../../app-context.js';
+import { statementRows } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { DAY_MS } from '../time.js';
 import { ROLE } from '../users/roles.js';
+import { readThrough } from './permission-cache.js';
 
 export interface Member {
   id: number;
@@ -30,21 +32,33 @@ function inSystemGroup(name: string, user: Member, waitingPeriodDays: number, no
   }
 }
 
+/** What reads permissions: the database, through this process's cache when it has one. */
+export type PermissionReader = Pick<AppContext, 'sql' | 'permissionCache'>;
+
+/** A root group of a setting, and one group it reaches through subgroups (itself included). */
+interface ReachedGroup {
+  root: number;
+  name: string | null;
+  isSystemGroup: boolean;
+  isMember: boolean;
+}
+
 /**
- * The subset of `settingGroupIds` whose groups contain the user, in one query whatever their number.
- * Null ids (settings not set) contain nobody.
+ * The subset of `settingGroupIds` whose groups contain the user, in one query whatever their number
+ * (none when cached). Null ids (settings not set) contain nobody.
  */
 export async function settingsHeldBy(
-  sql: Sql,
+  db: PermissionReader,
   user: Member,
   organization: { waitingPeriodThreshold: number },
   settingGroupIds: (number | null)[],
   now = new Date(),
 ): Promise<Set<number>> {
-  const roots = [...new Set(settingGroupIds.filter((id): id is number => id !== null))];
+  const roots = [...new Set(settingGroupIds.filter((id): id is number => id !== null))].sort((a, b) => a - b);
   if (roots.length === 0) return new Set();
   // Through the driver: every invitation asks (Prisma's raw-query path cost more than the statement).
-  const rows = await statementRows<{ root: number; name: string | null; isSystemGroup: boolean; isMember: boolean }>(sql, Prisma.sql`
+  const rows = await readThrough(db.permissionCache, `reach:${user.id}:${roots.join(',')}`, () =>
+    statementRows<ReachedGroup>(db.sql, Prisma.sql`
     WITH RECURSIVE reach(root, id) AS (
       SELECT r, r FROM unnest(${roots}::int[]) AS r
       UNION
@@ -52,7 +66,9 @@ export async function settingsHeldBy(
     )
     SELECT reach.root, g.name, g."isSystemGroup",
            EXISTS (SELECT 1 FROM user_group_member m WHERE m."groupId" = g.id AND m."userId" = ${user.id}) AS "isMember"
-    FROM reach JOIN user_group g ON g.id = reach.id`);
+    FROM reach JOIN user_group g ON g.id = reach.id`),
+  );
+  // Membership of system groups follows the user's role (and, for full members, time): never cached.
   const held = new Set<number>();
   for (const row of rows) {
     const systemMatch = row.isSystemGroup && inSystemGroup(row.name ?? '', user, organization.waitingPeriodThreshold, now);
@@ -62,11 +78,11 @@ export async function settingsHeldBy(
 }
 
 export async function holdsSetting(
-  sql: Sql,
+  db: PermissionReader,
   user: Member,
   organization: { waitingPeriodThreshold: number },
   settingGroupId: number | null,
 ): Promise<boolean> {
   if (settingGroupId === null) return false;
-  return (await settingsHeldBy(sql, user, organization, [settingGroupId])).has(settingGroupId);
+  return (await settingsHeldBy(db, user, organization, [settingGroupId])).has(settingGroupId);
 }

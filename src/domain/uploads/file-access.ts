@@ -68,6 +68,6 @@ async function mayRead(app: AppContext, viewer: Actor | null, file: ServableFile
   if (subscribed > 0) return true;
   const organization = await app.prisma.organization.findUniqueOrThrow({ where: { id: viewer.organizationId }, select: { waitingPeriodThreshold: true } });
   const contentGroups = channels.flatMap((c) => [c.canSubscribeGroupId, c.canAddSubscribersGroupId]);
-  const held = await settingsHeldBy(app.sql, viewer, organization, contentGroups);
+  const held = await settingsHeldBy(app, viewer, organization, contentGroups);
   return held.size > 0;
 }
