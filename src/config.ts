@@ -34,6 +34,8 @@ export interface Config {
   smtpUrl?: string;
   /** Sender address of outgoing e-mail. */
   emailFrom: string;
+  /** Whether this process delivers queued e-mail (EMAIL_WORKER, default on); off: other processes, or `deliver-emails`, do. */
+  emailWorker: boolean;
   /** Per-user API rate limit rules; empty: no limit. */
   rateLimits: RateRule[];
   /** Failed logins allowed per client address and window; null: no limit. */
@@ -118,6 +120,12 @@ function integer(name: string, value: string | undefined, fallback?: number): nu
   const parsed = Number(value);
   if (!Number.isSafeInteger(parsed) || parsed < 0) throw new StartupError(`${name} must be a whole number, got ${JSON.stringify(value)}`);
   return parsed;
+}
+
+function onOrOff(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (value === 'on' || value === 'off') return value === 'on';
+  throw new StartupError(`${name} must be on or off, got ${JSON.stringify(value)}`);
 }
 
 /** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */
@@ -228,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     invitesDefaultRealmDailyMax: integer('INVITES_DEFAULT_REALM_DAILY_MAX', env.INVITES_DEFAULT_REALM_DAILY_MAX),
     smtpUrl: env.SMTP_URL || undefined,
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
+    emailWorker: onOrOff('EMAIL_WORKER', env.EMAIL_WORKER, true),
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     signInLimit: parseSignInRule(env.SIGNIN_RATE_LIMIT),

@@ -10,13 +10,13 @@ import { StartupError } from './startup-error.js';
 
 async function start(): Promise<RunningServer> {
   const config = loadConfig();
-  const running = await startServer(config, undefined, { log: (line) => console.error(line) });
+  const running = await startServer(config, undefined, { log: (line) => console.error(line), outbox: config.emailWorker ? undefined : false });
   // With PORT=0 the configured URL names port 0; links must name the port actually bound.
   if (!process.env.SERVER_URL && config.port === 0) running.app.config.serverUrl = running.url;
   const demo = await ensureDemoOrganization(running.database.prisma, running.app.storage);
   const facts = {
     baseUrl: running.app.config.serverUrl,
-    mailDestination: running.outbox?.destination,
+    mailDestination: running.outbox?.destination ?? 'queued, delivered by other processes (EMAIL_WORKER=off)',
     database: describeDatabase(running.database),
   };
   console.log(startupBanner(facts, demo));

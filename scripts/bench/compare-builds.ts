@@ -104,7 +104,7 @@ interface Target {
 async function start(name: string, org: Organization): Promise<Target> {
   const [folder, ...flags] = name.split('@');
   const args = folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
-  const env = { DATABASE_URL: org.databaseUrl, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400' };
+  const env = { DATABASE_URL: org.databaseUrl, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400', EMAIL_WORKER: 'off' };
   const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
   return { name, process: started, rates: [], cpu: [], database: [] };
 }

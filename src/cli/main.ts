@@ -9,6 +9,8 @@ import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { openStorage } from '../storage/open-storage.js';
 import { sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
+import { createMailTransport } from '../domain/email/transport.js';
+import { OutboxWorker } from '../domain/email/worker.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { createUser, resetApiKey, setPasswordByAddress } from '../import/users.js';
 import { readPasswordLine } from './password-input.js';
@@ -86,6 +88,28 @@ const commands: Record<string, Command> = {
       const { examined, removed } = await sweepOrphanFiles({ prisma: database.prisma, storage: await openStorage(loadConfig()) }, { graceMs: graceMinutes * 60_000 });
       for (const key of removed) console.log(`removed ${key}`);
       console.log(`${examined} stored files older than ${graceMinutes} minutes examined, ${removed.length} without a row removed`);
+    },
+  },
+  'deliver-emails': {
+    usage: 'deliver-emails',
+    summary: 'deliver the queued e-mail that is due now (SMTP_URL, or files in DATA_DIR/outbox), then exit: for fleets whose servers run with EMAIL_WORKER=off',
+    required: [],
+    positionals: 0,
+    async run(database) {
+      const worker = new OutboxWorker(database.prisma, createMailTransport(loadConfig()));
+      const total = { sent: 0, failed: 0 };
+      try {
+        let full = true;
+        while (full) {
+          const batch = await worker.deliverDue();
+          total.sent += batch.sent;
+          total.failed += batch.failed;
+          full = batch.full;
+        }
+      } finally {
+        await worker.stop();
+      }
+      console.log(`E-mails delivered: ${total.sent}, failed: ${total.failed} (tried again later). Destination: ${worker.destination}`);
     },
   },
   'list-organizations': {

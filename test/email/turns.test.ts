@@ -63,10 +63,10 @@ test("a batch holds each organization's first due e-mail, then each one's second
     const [a1, a2, a3] = queued.a;
     const [c1, c2] = queued.c;
 
-    expect(await worker.deliverDue()).toEqual({ claimed: 4, full: true });
+    expect(await worker.deliverDue()).toEqual({ claimed: 4, sent: 4, failed: 0, full: true });
     expect(delivered).toEqual([a1, queued.b[0], c1, a2]);
     // A was served last: C (after it) comes before A.
-    expect(await worker.deliverDue()).toEqual({ claimed: 2, full: false });
+    expect(await worker.deliverDue()).toEqual({ claimed: 2, sent: 2, failed: 0, full: false });
     expect(delivered.slice(4)).toEqual([c2, a3]);
   } finally {
     await worker.stop();

@@ -136,7 +136,7 @@ export class OutboxWorker {
    * Claims one batch of due e-mails, organizations taking turns, and attempts each in turn order;
    * stops early (releasing the unattempted) once the worker stops.
    */
-  async deliverDue(now = new Date()): Promise<{ claimed: number; full: boolean }> {
+  async deliverDue(now = new Date()): Promise<{ claimed: number; sent: number; failed: number; full: boolean }> {
     const limit = this.batchLimit();
     const claimed = await this.claim(now, limit);
     const sent: ClaimedEmail[] = [];
@@ -154,7 +154,7 @@ export class OutboxWorker {
     await this.markSent(sent);
     countDeliveries(this, sent.length, failed);
     await this.release(claimed.slice(attempted));
-    return { claimed: claimed.length, full: claimed.length === limit };
+    return { claimed: claimed.length, sent: sent.length, failed, full: claimed.length === limit };
   }
 
   private async finishInFlight(): Promise<void> {
