@@ -105,13 +105,13 @@ export async function loadInvitePermissions(
   actor: Actor,
   scope: { channelIds?: number[]; groupIds?: number[] } = {},
 ): Promise<InvitePermissions> {
-  const db = app.prisma;
+  const { prisma } = app;
   const [organization, channels, groups, subscriptions] = await Promise.all([
     loadOrganization(app, actor.organizationId),
-    loadChannels(db, actor.organizationId, scope.channelIds),
-    loadGroups(db, actor.organizationId, scope.groupIds),
+    loadChannels(prisma, actor.organizationId, scope.channelIds),
+    loadGroups(prisma, actor.organizationId, scope.groupIds),
     // Subscriptions matter only for channel access.
-    scope.channelIds?.length === 0 ? [] : db.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
+    scope.channelIds?.length === 0 ? [] : prisma.subscription.findMany({ where: { userId: actor.id }, select: { channelId: true } }),
   ]);
   if (!organization) throw badRequest('Invalid organization');
   const settingIds = [
