@@ -10,7 +10,7 @@ import { StartupError } from './startup-error.js';
 
 async function start(): Promise<RunningServer> {
   const config = loadConfig();
-  const running = await startServer(config, undefined, { log: (line) => console.error(line), outbox: config.emailWorker ? undefined : false });
+  const running = await startServer(config, undefined, { log: (line) => console.error(line) });
   // With PORT=0 the configured URL names port 0; links must name the port actually bound.
   if (!process.env.SERVER_URL && config.port === 0) running.app.config.serverUrl = running.url;
   const demo = await ensureDemoOrganization(running.database.prisma, running.app.storage);

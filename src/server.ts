@@ -38,14 +38,14 @@ export interface RunningServer {
   database: Database;
   /** Whether the database answers, as this process sees it (src/http/database-status.ts). */
   databaseStatus: DatabaseStatus;
-  /** Null when started with `outbox: false`. */
+  /** Null when started with `outbox: false` or EMAIL_WORKER=off. */
   outbox: OutboxWorker | null;
   /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
   close(): Promise<void>;
 }
 
 export interface ServerOptions {
-  /** Worker tuning, or false for no worker in this process (mail stays queued for another one). */
+  /** Worker tuning, or false for no worker in this process (mail stays queued for another one; so does EMAIL_WORKER=off). */
   outbox?: Partial<OutboxOptions> | false;
   /** Start-up progress (waiting for PostgreSQL, creating the embedded database). */
   log?: (line: string) => void;
@@ -82,7 +82,7 @@ export async function startServer(
   const unlessOutage = (message: string) => (error: unknown) => void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
   database.onIdleConnectionError((error) => databaseStatus.noteIdleConnectionLost(error));
   const outbox =
-    options.outbox === false
+    options.outbox === false || !config.emailWorker
       ? null
       : new OutboxWorker(database.prisma, createMailTransport(config), {
           passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
