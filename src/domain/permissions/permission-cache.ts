@@ -1,6 +1,6 @@
 // What permission checks read and rarely changes, held per process: an organization's invitation
 // settings with its allowed domains, and which groups (through their subgroups) hold a user. Every
-// invitation asked PostgreSQL for both first (two statements of its seven). Safe only while this
+// invitation asked PostgreSQL for both first (two statements of its six). Safe only while this
 // process hears every change (src/db/listening-cache.ts): the triggers of migration
 // permission_change_notifications announce any change to those tables at commit, and everything held
 // is dropped. As with the authentication cache, a change made by another process reaches this one
