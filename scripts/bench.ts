@@ -321,8 +321,9 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   try {
     real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
-    db = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'bench' });
-    const bench: BenchContext = { db, deliverQueued: () => deliverQueued(env, bench.db) };
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'bench' });
+    db = pool;
+    const bench: BenchContext = { db: pool, deliverQueued: () => deliverQueued(env, pool) };
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
       const needed = name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));

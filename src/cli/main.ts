@@ -97,18 +97,7 @@ const commands: Record<string, Command> = {
     positionals: 0,
     async run(database) {
       const worker = new OutboxWorker(database.prisma, createMailTransport(loadConfig()));
-      const total = { sent: 0, failed: 0 };
-      try {
-        let full = true;
-        while (full) {
-          const batch = await worker.deliverDue();
-          total.sent += batch.sent;
-          total.failed += batch.failed;
-          full = batch.full;
-        }
-      } finally {
-        await worker.stop();
-      }
+      const total = await worker.deliverAllDue().finally(() => worker.stop());
       console.log(`E-mails delivered: ${total.sent}, failed: ${total.failed} (tried again later). Destination: ${worker.destination}`);
     },
   },
