@@ -12,7 +12,7 @@ import { assertMayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
-import { invitationViewOfMs, toInvitationView, type InvitationView } from './status.js';
+import { invitationViewOfMs, toInvitationView, type InvitationView, type StoredInvitationStatus } from './status.js';
 import type { UserSummary } from '../users/user-summary.js';
 import type { Paged } from '../paging.js';
 import { idColumn, keysetPages, millisecondsColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
@@ -22,21 +22,25 @@ const noSuchInvitation = () => new DomainError('No such invitation', { notFound:
 /** Invitations per statement when listing: a few MiB of rows at most. */
 export const INVITATION_PAGE_SIZE = 5000;
 
-/** A listed invitation; times in milliseconds since the epoch, so no row builds a date it may not need. */
-export interface ListedInvitation {
+/** The columns every list reads; times in milliseconds since the epoch, so no row builds a date it may not need. */
+interface ListedColumns {
   id: number;
   email: string;
   referrerId: number;
   invitedAs: number;
   invitedAtMs: number;
   expiresAtMs: number | null;
+}
+
+/** A pending invitation as REST's GET /invites lists it. */
+export interface ListedInvitation extends ListedColumns {
   notifyReferrerOnJoin: boolean;
-  status: 'PENDING' | 'ACCEPTED' | 'REVOKED';
 }
 
 /** Pending invitations that have not expired, oldest first (REST's GET /invites), page by page. */
 export function listPendingInvitations(sql: Sql, actor: Actor, now = new Date()): Promise<Paged<ListedInvitation>> {
-  return keysetPages(invitationList(sql, actor, { includeInactive: false, order: OLDEST_FIRST }, now), INVITATION_PAGE_SIZE);
+  const list = invitationList<ListedInvitation>(sql, actor, { includeInactive: false, withNotifyFlags: true, order: OLDEST_FIRST }, now);
+  return keysetPages(list, INVITATION_PAGE_SIZE);
 }
 
 /** What Query.invitations' lists read: inactive invitations too, and each invitation's referrer in the same statement. */
@@ -78,16 +82,17 @@ interface ReferrerColumns {
   referrerIsBot: boolean;
 }
 
-type ListedRow = ListedInvitation & Partial<ReferrerColumns>;
+/** A row of the views' lists: its status is read only where inactive invitations are listed too. */
+type ListedRow = ListedColumns & { status?: StoredInvitationStatus } & Partial<ReferrerColumns>;
 
 /** A page's views; rows read with their referrer give it to their view, one object per referrer. */
 function viewsOf(page: ListedRow[], now: Date): InvitationView[] {
   const nowMs = now.getTime();
   const referrers = new Map<number, UserSummary>();
-  return page.map((row) => invitationViewOfMs(row, nowMs, row.referrerEmail === undefined ? undefined : referrerOf(row as ListedInvitation & ReferrerColumns, referrers)));
+  return page.map((row) => invitationViewOfMs(row, nowMs, row.referrerEmail === undefined ? undefined : referrerOf(row as ListedColumns & ReferrerColumns, referrers)));
 }
 
-function referrerOf(row: ListedInvitation & ReferrerColumns, seen: Map<number, UserSummary>): UserSummary {
+function referrerOf(row: ListedColumns & ReferrerColumns, seen: Map<number, UserSummary>): UserSummary {
   let referrer = seen.get(row.referrerId);
   if (!referrer) {
     referrer = { id: row.referrerId, email: row.referrerEmail, fullName: row.referrerFullName, role: row.referrerRole, isBot: row.referrerIsBot };
@@ -99,18 +104,18 @@ function referrerOf(row: ListedInvitation & ReferrerColumns, seen: Map<number, U
 const NEWEST_FIRST: KeysetOrder = { name: 'invitation', columns: [millisecondsColumn('"invitedAt"'), idColumn()], descending: true };
 const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColumn()], descending: false };
 
-type ListOptions = { includeInactive: boolean; withReferrers?: boolean; order: KeysetOrder };
+type ListOptions = { includeInactive: boolean; withReferrers?: boolean; withNotifyFlags?: boolean; order: KeysetOrder };
 
 /** The invitations the actor may list, in one of the two orders, read by keyset. */
-function invitationList(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<ListedRow> {
+function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<Row> {
   assertMayUseInvitations(actor);
   const filter = listFilter(actor, options, now);
   return {
     order: options.order,
     keyOf: (row) => (options.order === NEWEST_FIRST ? [row.invitedAtMs, row.id] : [row.id]),
     read: (seek) => {
-      const { text, values } = invitationListStatement(filter, options.order, seek, options.withReferrers);
-      return sql.rows<ListedRow>(text, values);
+      const { text, values } = invitationListStatement(filter, seek, options);
+      return sql.rows<Row>(text, values);
     },
     count: async () => {
       const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`, filter.parameters.values);
@@ -128,31 +133,55 @@ function listFilter(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, option
   return { where, parameters };
 }
 
-const LISTED_COLUMNS = `id, email, "referrerId", "invitedAs", "notifyReferrerOnJoin", status,
-  round(date_part('epoch', "invitedAt") * 1000) AS "invitedAtMs", round(date_part('epoch', "expiresAt") * 1000) AS "expiresAtMs"`;
-const LISTED_NAMES = ['id', 'email', '"referrerId"', '"invitedAs"', '"notifyReferrerOnJoin"', 'status', '"invitedAtMs"', '"expiresAtMs"'];
+/** A column of the listed rows: its name, and what selects it from `invitation`. */
+const listedColumn = (name: string, expression?: string) => ({ name, select: expression === undefined ? name : `${expression} AS ${name}` });
+const msOf = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
+const ALWAYS_LISTED = [
+  listedColumn('id'),
+  listedColumn('email'),
+  listedColumn('"referrerId"'),
+  listedColumn('"invitedAs"'),
+  listedColumn('"invitedAtMs"', msOf('"invitedAt"')),
+  listedColumn('"expiresAtMs"', msOf('"expiresAt"')),
+];
+const STATUS = listedColumn('status');
+const NOTIFY_FLAG = listedColumn('"notifyReferrerOnJoin"');
+
+/**
+ * What a list reads, and no more (each column costs PostgreSQL and the driver per row): the status
+ * only where inactive invitations are listed too, the notification flag only for REST.
+ */
+const listedColumns = (options: Pick<ListOptions, 'includeInactive' | 'withNotifyFlags'>) => [
+  ...ALWAYS_LISTED,
+  ...(options.includeInactive ? [STATUS] : []),
+  ...(options.withNotifyFlags ? [NOTIFY_FLAG] : []),
+];
 
 /**
  * One statement for a page, each row with its referrer's columns when asked for: a second statement
  * for the referrers cost the server and PostgreSQL more than the join does.
  */
-function invitationListStatement({ where, parameters: filterParameters }: ReturnType<typeof listFilter>, order: KeysetOrder, seek: Seek, withReferrers = false) {
+function invitationListStatement({ where, parameters: filterParameters }: ReturnType<typeof listFilter>, seek: Seek, options: ListOptions) {
   const parameters = filterParameters.copy();
-  const keyset = seekSql(order, seek, parameters);
-  const page = (columns: string) => `SELECT ${columns} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
-  if (!withReferrers) return { text: page(LISTED_COLUMNS), values: parameters.values };
+  const keyset = seekSql(options.order, seek, parameters);
+  const columns = listedColumns(options);
+  const page = (selected: string[]) => `SELECT ${selected.join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
+  if (!options.withReferrers) return { text: page(columns.map(({ select }) => select)), values: parameters.values };
   // A join keeps no order: the page also selects its sort columns, for the outer ORDER BY.
-  const sortColumns = order.columns.map(({ column }) => column).filter((column) => !LISTED_NAMES.includes(column));
-  const text = `SELECT ${LISTED_NAMES.map((name) => `listed.${name}`).join(', ')},
+  const names = columns.map(({ name }) => name);
+  const sortColumns = options.order.columns.map(({ column }) => column).filter((column) => !names.includes(column));
+  const text = `SELECT ${names.map((name) => `listed.${name}`).join(', ')},
            r.email AS "referrerEmail", r."fullName" AS "referrerFullName", r.role AS "referrerRole", r."isBot" AS "referrerIsBot"
-      FROM (${page([LISTED_COLUMNS, ...sortColumns].join(', '))}) listed JOIN user_account r ON r.id = listed."referrerId"
+      FROM (${page([...columns.map(({ select }) => select), ...sortColumns])}) listed JOIN user_account r ON r.id = listed."referrerId"
      ORDER BY ${keyset.orderBy('listed.')}`;
   return { text, values: parameters.values };
 }
 
 /** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
-export const pendingInvitationsStatement = (actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) =>
-  invitationListStatement(listFilter(actor, { includeInactive: false }, now), NEWEST_FIRST, { backward: false, limit: INVITATION_PAGE_SIZE }, true);
+export function pendingInvitationsStatement(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) {
+  const options: ListOptions = { includeInactive: false, withReferrers: true, order: NEWEST_FIRST };
+  return invitationListStatement(listFilter(actor, options, now), { backward: false, limit: INVITATION_PAGE_SIZE }, options);
+}
 
 /** The pending invitation the actor may manage; the caller holds the organization's row lock. */
 async function accessPendingInvitation(tx: Transaction, actor: Actor, invitationId: number) {

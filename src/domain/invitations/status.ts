@@ -5,14 +5,14 @@ import type { UserSummary } from '../users/user-summary.js';
 export type InvitationStatusName = 'PENDING' | 'ACCEPTED' | 'REVOKED' | 'EXPIRED';
 
 /** The status a row stores; EXPIRED is derived. */
-type StoredStatus = 'PENDING' | 'ACCEPTED' | 'REVOKED';
+export type StoredInvitationStatus = 'PENDING' | 'ACCEPTED' | 'REVOKED';
 
-export function invitationStatus(row: { status: StoredStatus; expiresAt: Date | null }, now = new Date()): InvitationStatusName {
+export function invitationStatus(row: { status: StoredInvitationStatus; expiresAt: Date | null }, now = new Date()): InvitationStatusName {
   return statusAt(row.status, row.expiresAt === null ? null : row.expiresAt.getTime(), now.getTime());
 }
 
 /** invitationStatus with times in milliseconds since the epoch. */
-function statusAt(stored: StoredStatus, expiresAtMs: number | null, nowMs: number): InvitationStatusName {
+function statusAt(stored: StoredInvitationStatus, expiresAtMs: number | null, nowMs: number): InvitationStatusName {
   return stored === 'PENDING' && expiresAtMs !== null && expiresAtMs <= nowMs ? 'EXPIRED' : stored;
 }
 
@@ -36,16 +36,19 @@ export interface InvitationView {
 }
 
 export function toInvitationView(
-  row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: StoredStatus },
+  row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: StoredInvitationStatus },
   now = new Date(),
 ): InvitationView {
   const { invitedAt, expiresAt, ...rest } = row;
   return invitationViewOfMs({ ...rest, invitedAtMs: invitedAt.getTime(), expiresAtMs: expiresAt === null ? null : expiresAt.getTime() }, now.getTime());
 }
 
-/** The view of a row whose times are already milliseconds (the lists' rows). */
+/**
+ * The view of a row whose times are already milliseconds (the lists' rows). A row without a status
+ * is pending: lists of pending invitations only do not read it.
+ */
 export function invitationViewOfMs(
-  row: { id: number; email: string; invitedAs: number; invitedAtMs: number; expiresAtMs: number | null; referrerId: number; status: StoredStatus },
+  row: { id: number; email: string; invitedAs: number; invitedAtMs: number; expiresAtMs: number | null; referrerId: number; status?: StoredInvitationStatus },
   nowMs: number,
   referrer?: UserSummary,
 ): InvitationView {
@@ -57,6 +60,6 @@ export function invitationViewOfMs(
     expiresAtMs: row.expiresAtMs,
     referrerId: row.referrerId,
     referrer,
-    status: statusAt(row.status, row.expiresAtMs, nowMs),
+    status: statusAt(row.status ?? 'PENDING', row.expiresAtMs, nowMs),
   };
 }
