@@ -29,6 +29,9 @@ export function sessionRequired(): DomainError {
   return new DomainError(NOT_LOGGED_IN, { code: 'UNAUTHORIZED', status: 401, headers: { 'WWW-Authenticate': 'Session realm="zulip"' } });
 }
 
+/** Refuses bytes that are not UTF-8; one for the process (building one per request showed in profiles). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Splits `Basic base64(user:key)`; throws the reference's errors for anything else. */
 export function parseBasicAuthorization(header: string): { username: string; apiKey: string } {
   const parts = header.trim().split(/\s+/);
@@ -39,7 +42,7 @@ export function parseBasicAuthorization(header: string): { username: string; api
   if (parts.length !== 2 || !/^[A-Za-z0-9+/]*={0,2}$/.test(parts[1]!) || parts[1]!.length % 4 !== 0) throw invalid();
   let decoded: string;
   try {
-    decoded = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(parts[1]!, 'base64'));
+    decoded = UTF8.decode(Buffer.from(parts[1]!, 'base64'));
   } catch {
     throw invalid();
   }
