@@ -1,8 +1,6 @@
 // Invitee address lists: parsing (behaviour.md 3.4 with Decision 7) and per-address validation.
-import { createRequire } from 'node:module';
 import { domainToASCII } from 'node:url';
-
-const disposableDomains = new Set<string>(createRequire(import.meta.url)('disposable-email-domains') as string[]);
+import { disposableDomains } from './disposable-domains.js';
 
 /**
  * Splits on commas and newlines, takes the address out of `Name <address>`, trims, drops empty
