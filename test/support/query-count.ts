@@ -45,6 +45,7 @@ export async function startCountingApp() {
   const { http } = createApp(app);
   return {
     prisma,
+    http,
     /** The response to one request and the number of SQL statements serving it took. */
     async request(path: string, init: RequestInit): Promise<{ response: Response; statements: number }> {
       const before = statements();

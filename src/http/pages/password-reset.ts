@@ -12,6 +12,11 @@ import { CSRF_FIELD, csrfRefusal, FORM_LIMIT, formCsrf, formFields, LOGIN_PATH }
 
 export const RESET_PATH = '/accounts/password/reset/';
 export const RESET_DONE_PATH = '/accounts/password/reset/done/';
+/**
+ * The done page's route: a fixed `done/` beside the link's `:uid/:token/` is refused by hono's
+ * fastest router (RegExpRouter), and the app then matched every request with its slower TrieRouter.
+ */
+const RESET_PAGE_PATH = '/accounts/password/reset/:page/';
 /** The link's path; its segments are secrets (logged as this route). */
 export const RESET_LINK_PATH = '/accounts/password/reset/:uid/:token/';
 
@@ -90,7 +95,7 @@ async function submitNewPassword(app: AppContext, c: Context): Promise<Response>
 export function mountPasswordResetPages(http: Hono, app: AppContext): void {
   http.get(RESET_PATH, (c) => requestPage(formCsrf(c, app.config.serverUrl)));
   http.post(RESET_PATH, FORM_LIMIT, (c) => submitRequest(app, c));
-  http.get(RESET_DONE_PATH, donePage);
+  http.get(RESET_PAGE_PATH, (c) => (c.req.path === RESET_DONE_PATH ? donePage() : c.notFound()));
   http.get(RESET_LINK_PATH, (c) => showLink(app, c));
   http.post(RESET_LINK_PATH, FORM_LIMIT, (c) => submitNewPassword(app, c));
 }
