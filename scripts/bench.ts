@@ -25,7 +25,7 @@ import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, importedIds, insertListedInvitations, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
-import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, type BenchProcess } from './bench/processes.js';
+import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, THROUGHPUT_ENV, type BenchProcess } from './bench/processes.js';
 import { machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
 
@@ -43,7 +43,6 @@ const volumes = flags.quick ? QUICK : FULL;
 /** Rounds per side and scenario; each side is summarized by its median round. */
 const ROUNDS = flags.quick ? 1 : 3;
 const LOAD = { connections: 8, seconds: flags.quick ? 2 : 6, rounds: ROUNDS };
-const SERVER_URL = 'http://bench.example';
 const run = promisify(execFile);
 
 type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
@@ -311,9 +310,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   const serverDir = join(workDir, 'server');
   // The embedded database is the server's own, under its DATA_DIR; the CLI and the floor reach it there.
   const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench') : embeddedDatabaseUrl(serverDir);
-  // EMAIL_WORKER=off: e-mail is delivered between rounds (deliverQueued).
-  const common = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL, INVITATION_LINK_VALIDITY_MINUTES: '14400', EMAIL_WORKER: 'off' };
-  const env = { ...common, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
+  const env = { ...THROUGHPUT_ENV, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
   const entries = SCENARIOS.filter(isSelected);
   let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
@@ -329,7 +326,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       const needed = name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));
       if (needed) organizations[name] = await importOrganization(name, env, workDir, db);
     }
-    floor = await startProcess('floor', FLOOR_COMMAND, { ...common, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
+    floor = await startProcess('floor', FLOOR_COMMAND, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = { server: rssOf(real.child.pid!), floor: rssOf(floor.child.pid!) };
     const databasePids = serverDatabasePids(real.dataDir, db);
@@ -343,7 +340,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, bench) };
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
-        ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...common, DATABASE_URL: databaseUrl }, workDir, db!))
+        ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, workDir, db!))
         : await measure(scenario, pair, databaseUrl, realRss.sampleDatabase);
       for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
@@ -354,7 +351,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     const live = isSelected(LIVE)
       ? await runLive({
           databaseUrl,
-          env: common,
+          env: THROUGHPUT_ENV,
           workDir,
           db,
           org: { id: main.id, authorizations: main.authorizations, emoji: main.volume.emoji },

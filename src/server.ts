@@ -7,8 +7,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
-import { AuthCache } from './domain/auth/auth-cache.js';
-import { PermissionCache } from './domain/permissions/permission-cache.js';
+import { cacheSubscribers, createProcessCaches } from './process-caches.js';
 import { listenForNotifications } from './db/notifications.js';
 import { EventPolls } from './domain/events/long-polls.js';
 import { EventReader } from './domain/events/reader.js';
@@ -88,16 +87,14 @@ export async function startServer(
           passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
           ...options.outbox,
         });
-  const authCache = new AuthCache();
-  const permissionCache = new PermissionCache();
+  const caches = createProcessCaches();
   const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,
     config,
     rateLimiter,
-    authCache,
-    permissionCache,
+    ...caches,
     notifyOutbox: () => outbox?.wake(),
     storage: await openStorage(config),
     log: options.logger,
@@ -109,7 +106,7 @@ export async function startServer(
   const eventStreams = new EventStreams(app, eventReader);
   app.eventPolls = eventPolls;
   app.eventStreams = eventStreams;
-  const stopListening = await listenForNotifications(database.directUrl, [authCache, permissionCache, rateLimiter.lockouts, eventPolls]);
+  const stopListening = await listenForNotifications(database.directUrl, [...cacheSubscribers(caches), rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
   const { http, graphql } = createApp(app, { draining: () => draining }, databaseStatus);

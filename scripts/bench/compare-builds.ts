@@ -17,7 +17,7 @@ import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, importedIds, insertListedInvitations, INVITATIONS_QUERY } from './organization.js';
 import { cpuMsOf } from './load.js';
-import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, type BenchProcess } from './processes.js';
+import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_ENV, type BenchProcess } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
 const WORK_DIR = '/tmp/teamchat-compare-builds';
@@ -104,7 +104,7 @@ interface Target {
 async function start(name: string, org: Organization): Promise<Target> {
   const [folder, ...flags] = name.split('@');
   const args = folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
-  const env = { DATABASE_URL: org.databaseUrl, API_RATE_LIMIT: 'off', NODE_ENV: 'production', SERVER_URL: 'http://bench.example', INVITATION_LINK_VALIDITY_MINUTES: '14400', EMAIL_WORKER: 'off' };
+  const env = { ...THROUGHPUT_ENV, DATABASE_URL: org.databaseUrl };
   const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
   return { name, process: started, rates: [], cpu: [], database: [] };
 }

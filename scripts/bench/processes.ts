@@ -39,6 +39,19 @@ export const cliCommand = () => ['dist/cli/main.js'];
 
 export const FLOOR_COMMAND = ['--import', 'tsx', 'scripts/bench/floor.ts'];
 
+/**
+ * How the throughput rounds run the server and the floor (the bench's and compare-builds' alike):
+ * no per-user limits, and EMAIL_WORKER=off, the e-mail being delivered between rounds (the floor
+ * never delivers its own).
+ */
+export const THROUGHPUT_ENV = {
+  NODE_ENV: 'production',
+  API_RATE_LIMIT: 'off',
+  SERVER_URL: 'http://bench.example',
+  INVITATION_LINK_VALIDITY_MINUTES: '14400',
+  EMAIL_WORKER: 'off',
+};
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -6,8 +6,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
 import type { Prisma } from '../../src/db/database.js';
-import { AuthCache } from '../../src/domain/auth/auth-cache.js';
-import { PermissionCache } from '../../src/domain/permissions/permission-cache.js';
+import { cacheSubscribers, createProcessCaches } from '../../src/process-caches.js';
 import { listenForNotifications } from '../../src/db/notifications.js';
 import { DEFAULT_FAILED_LOGIN_RULE, RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
@@ -28,17 +27,15 @@ export async function startCountingApp() {
   // As in the server with API_RATE_LIMIT=off: authenticated users and what permission checks read are
   // cached, and dropped when the database notifies a change; failed-login lockouts are known from
   // notifications too.
-  const authCache = new AuthCache();
-  const permissionCache = new PermissionCache();
+  const caches = createProcessCaches();
   const rateLimiter = new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: DEFAULT_FAILED_LOGIN_RULE });
-  const stopListening = await listenForNotifications(connectionString, [authCache, permissionCache, rateLimiter.lockouts]);
+  const stopListening = await listenForNotifications(connectionString, [...cacheSubscribers(caches), rateLimiter.lockouts]);
   const app: AppContext = {
     prisma,
     sql: sqlOver(pool),
     config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
     rateLimiter,
-    authCache,
-    permissionCache,
+    ...caches,
     notifyOutbox: () => {},
     storage: await openStorage(loadConfig({})),
   };
