@@ -1,17 +1,18 @@
 // The reference's JSON envelope: compact JSON with a trailing newline, `result` and `msg` first,
 // data fields next, and `code` last on errors; never-cache headers on every response.
 import { DomainError } from '../domain/errors.js';
+import { sentBody } from '../http/response-body.js';
 
 const NEVER_CACHE: Record<string, string> = {
   'Cache-Control': 'max-age=0, no-cache, no-store, must-revalidate, private',
 };
 
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  const text = JSON.stringify(body) + '\n';
-  return new Response(text, {
+  const sent = sentBody(JSON.stringify(body) + '\n');
+  return new Response(sent, {
     status,
     // The length lets compression skip small bodies (src/http/app.ts).
-    headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
+    headers: { 'Content-Type': 'application/json', 'Content-Length': String(typeof sent === 'string' ? Buffer.byteLength(sent) : sent.byteLength), Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
   });
 }
 
