@@ -11,7 +11,7 @@ import { isAdministrator } from '../domain/users/roles.js';
 import { sessionTokenOf } from '../http/cookies.js';
 import { RETRY_AFTER_SECONDS, type DatabaseStatus } from '../http/database-status.js';
 import type { AnswerReservations } from '../http/memory-budget.js';
-import { EncodedBodyResponse } from '../http/response-body.js';
+import { encodedBodyResponse } from '../http/response-body.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
 import { authPlugin } from './auth-plugin.js';
@@ -203,7 +203,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     // Yoga's ponyfill, whose body the adapter would read as a stream.
     // The runtime's ReadableStream for SSE bodies too: the ponyfill's wraps a Node stream, one more
     // layer of buffers and listeners that each open subscription held (bench: 65 -> 50 MiB for 1,000).
-    fetchAPI: { Response: EncodedBodyResponse, ReadableStream: globalThis.ReadableStream },
+    fetchAPI: { Response: encodedBodyResponse(), ReadableStream: globalThis.ReadableStream },
     landingPage: false,
     // Bodies are limited before Yoga, as they arrive (src/http/app.ts: 1 MiB, multipart one file more).
     // Yoga's own check piped every POST body through a TransformStream into a new fetch Request (about

@@ -11,9 +11,16 @@ export function sentBody(text: string): string | Uint8Array<ArrayBuffer> {
   return text.length >= LARGE_BODY_CHARACTERS ? Buffer.from(text) : text;
 }
 
-/** The runtime's Response with large text bodies encoded once (Yoga builds its answers with it). */
-export class EncodedBodyResponse extends Response {
-  constructor(body?: BodyInit | null, init?: ResponseInit) {
-    super(typeof body === 'string' ? sentBody(body) : body, init);
-  }
+/**
+ * A Response class whose large text bodies are encoded once (Yoga builds its answers with it). Made
+ * from the Response in use when it is called: @hono/node-server puts its lightweight Response in
+ * place of the runtime's when the server is created, after this module loads, and a subclass of the
+ * runtime's own would cost every answer a full fetch Response read back as a stream.
+ */
+export function encodedBodyResponse(Base: typeof Response = globalThis.Response): typeof Response {
+  return class EncodedBodyResponse extends Base {
+    constructor(body?: BodyInit | null, init?: ResponseInit) {
+      super(typeof body === 'string' ? sentBody(body) : body, init);
+    }
+  };
 }

@@ -3,7 +3,7 @@
 // a Content-Length that counts bytes, not characters.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { sentBody } from '../../src/http/response-body.js';
+import { encodedBodyResponse, sentBody } from '../../src/http/response-body.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -50,6 +50,17 @@ describe('large answers', () => {
     const sent = sentBody(large);
     expect(sent).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(sent as Uint8Array).toString('utf8')).toBe(large);
+  });
+
+  test('the Response class extends the one in use when it is made, and encodes only large text bodies', async () => {
+    class InUse extends Response {}
+    const Encoded = encodedBodyResponse(InUse);
+    const large = JSON.stringify({ names: expectedNames });
+    const response = new Encoded(large, { status: 201, headers: { 'content-type': 'application/json' } });
+    expect(response).toBeInstanceOf(InUse);
+    expect(response.status).toBe(201);
+    expect(await response.text()).toBe(large);
+    expect(await new Encoded('{"small":"é"}').text()).toBe('{"small":"é"}');
   });
 
   test('a GraphQL answer of multi-byte names declares its length in bytes and arrives whole', async () => {
