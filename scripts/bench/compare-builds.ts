@@ -21,6 +21,8 @@ import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_
 
 const STATE = 'bench/compare-organization.json';
 const WORK_DIR = '/tmp/teamchat-compare-builds';
+/** Each target's first round, not counted: the compiler's warm-up (WARM_UP_SECONDS, default 2). */
+const WARM_UP_SECONDS = Number(process.env.WARM_UP_SECONDS ?? 2);
 /** How the addresses the invite rounds make begin. */
 const INVITED_PREFIX = 'compare-';
 
@@ -137,7 +139,7 @@ async function compare(kind: string, seconds: number, rounds: number, names: str
   try {
     for (const name of names) targets.push(await start(name, org));
     if (kind === 'inv') await removeInvitesMade(db, org);
-    for (const target of targets) await round(target, kind, org, db, 2); // warm-up
+    for (const target of targets) await round(target, kind, org, db, WARM_UP_SECONDS);
     for (let i = 0; i < rounds; i++) {
       for (const target of targets) {
         const { rate, cpu, database } = await round(target, kind, org, db, seconds);
