@@ -1,5 +1,5 @@
 // The invitation e-mail (behaviour.md 3.9): subject, plain text and HTML versions.
-import { html } from './html.js';
+import { escapeHtml, html as htmlTemplate } from './html.js';
 
 export interface InvitationEmailFacts {
   referrerName: string;
@@ -28,30 +28,53 @@ function expiryNote(expiresAt: Date | null): string {
   return expiresAt ? `This invitation expires on ${formatExpiry(expiresAt)}.` : 'This invitation does not expire.';
 }
 
-export function renderInvitationEmail(facts: InvitationEmailFacts): RenderedEmail {
-  const { referrerName, referrerEmail, organizationName, link } = facts;
+/**
+ * An invitation e-mail without its link: what the invitations of one send share (the sender, the
+ * organization and the expiry). The text holds the link once, between `text`'s two parts; the HTML
+ * twice (escaped), between `html`'s three.
+ */
+export interface InvitationEmailTemplate {
+  subject: string;
+  text: [string, string];
+  html: [string, string, string];
+}
+
+export function invitationEmailTemplate(facts: Omit<InvitationEmailFacts, 'link'>): InvitationEmailTemplate {
+  const { referrerName, referrerEmail, organizationName } = facts;
   const subject = `${referrerName} has invited you to join ${organizationName}`;
   const invitation = `${referrerName} (${referrerEmail}) wants you to join them on Zulip`;
-  const text = [
-    'Hello,',
-    '',
-    `${invitation}, in the organization ${organizationName}.`,
-    '',
-    'To accept the invitation and create your account, open this link:',
-    link,
-    '',
-    expiryNote(facts.expiresAt),
-    '',
-  ].join('\n');
-  const body = html`<!DOCTYPE html>
+  const expiry = expiryNote(facts.expiresAt);
+  const text: [string, string] = [
+    ['Hello,', '', `${invitation}, in the organization ${organizationName}.`, '', 'To accept the invitation and create your account, open this link:', ''].join('\n'),
+    ['', '', expiry, ''].join('\n'),
+  ];
+  const html: [string, string, string] = [
+    htmlTemplate`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>${subject}</title></head>
 <body>
 <p>Hello,</p>
 <p>${invitation}, in the organization <strong>${organizationName}</strong>.</p>
-<p><a href="${link}">Accept the invitation and create your account</a></p>
-<p>Or copy this link into your browser: ${link}</p>
-<p>${expiryNote(facts.expiresAt)}</p>
+<p><a href="`.value,
+    htmlTemplate`">Accept the invitation and create your account</a></p>
+<p>Or copy this link into your browser: `.value,
+    htmlTemplate`</p>
+<p>${expiry}</p>
 </body></html>
-`;
-  return { subject, text, html: body.value };
+`.value,
+  ];
+  return { subject, text, html };
+}
+
+/** The e-mail of one invitation: the template with its link. */
+export function withLink(template: InvitationEmailTemplate, link: string): RenderedEmail {
+  const markup = escapeHtml(link);
+  return {
+    subject: template.subject,
+    text: template.text[0] + link + template.text[1],
+    html: template.html[0] + markup + template.html[1] + markup + template.html[2],
+  };
+}
+
+export function renderInvitationEmail(facts: InvitationEmailFacts): RenderedEmail {
+  return withLink(invitationEmailTemplate(facts), facts.link);
 }

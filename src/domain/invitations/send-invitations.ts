@@ -3,7 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
-import { insertInvitationEmails, prepareInvitationEmail, type PreparedInvitationEmail } from '../email/outbox.js';
+import { insertInvitationEmails, invitationEmails } from '../email/outbox.js';
 import { generateConfirmationKey } from './confirmation-key.js';
 import { invitationFailed, lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
@@ -43,9 +43,9 @@ export async function sendInvitations(app: AppContext, actor: Actor, request: Se
   return stored;
 }
 
-/** A valid address with its confirmation key and rendered e-mail. */
+/** A valid address with its confirmation key. */
 interface Invitee extends ValidAddress {
-  mail: PreparedInvitationEmail;
+  confirmationKey: string;
 }
 
 /**
@@ -56,10 +56,7 @@ interface Invitee extends ValidAddress {
 function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsRequest): PlanRun<Invitee, InvitationView[]> {
   return {
     serialize: queuedForOrganization,
-    prepare: ({ email, emailKey }, { org, expiresAt }) => {
-      const invitation = { email, confirmationKey: generateConfirmationKey(), expiresAt, referrer: actor, organization: org };
-      return { email, emailKey, mail: prepareInvitationEmail(app.config, invitation) };
-    },
+    prepare: ({ email, emailKey }) => ({ email, emailKey, confirmationKey: generateConfirmationKey() }),
     transaction: (work) => inSqlTransaction(app.sql, work),
     async read(tx, checked, addresses) {
       await statementRows(tx, lockOrganizationSql(checked.org.id));
@@ -81,6 +78,8 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
   const { org, addresses, now } = request;
   const reads = lockedReads(config, request, addresses);
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
+  const recipients = candidates.map((a) => ({ toAddress: a.email, confirmationKey: a.confirmationKey }));
+  const emails = invitationEmails(config, { expiresAt: request.expiresAt, referrer: actor, organization: org }, recipients);
   const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
     WITH locked AS (
       SELECT ${lockedCountsSql(org.id, now, reads)}
@@ -89,7 +88,7 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
         "includeRealmDefaultSubscriptions", "notifyReferrerOnJoin", "welcomeMessageCustomText", "confirmationKey")
       SELECT ${org.id}, address.email, ${actor.id}, ${request.inviteAs}, ${now}::timestamp(3), ${request.expiresAt}::timestamp(3),
         ${request.includeRealmDefaultSubscriptions}, ${request.notifyReferrerOnJoin}, ${request.welcomeMessageCustomText ?? null}::text, address.key
-      FROM unnest(${candidates.map((a) => a.email)}::text[], ${candidates.map((a) => a.emailKey)}::text[], ${candidates.map((a) => a.mail.confirmationKey)}::text[])
+      FROM unnest(${candidates.map((a) => a.email)}::text[], ${candidates.map((a) => a.emailKey)}::text[], ${candidates.map((a) => a.confirmationKey)}::text[])
         WITH ORDINALITY AS address(email, "emailKey", key, position), locked
       WHERE address."emailKey" <> ALL(locked."activeKeys" || locked."deactivatedKeys")
       ORDER BY address.position
@@ -101,7 +100,7 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
       INSERT INTO invitation_group ("invitationId", "groupId")
       SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
     ), emails AS (
-      ${insertInvitationEmails(Prisma.sql`created`, candidates.map((a) => a.mail))}
+      ${insertInvitationEmails(Prisma.sql`created`, emails)}
     ), event AS (
       ${insertInvitesChangedSql(org.id, actor.id, Prisma.sql`EXISTS (SELECT FROM created)`)}
     )
