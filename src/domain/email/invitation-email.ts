@@ -66,7 +66,7 @@ export function invitationEmailTemplate(facts: Omit<InvitationEmailFacts, 'link'
 }
 
 /** The e-mail of one invitation: the template with its link. */
-export function withLink(template: InvitationEmailTemplate, link: string): RenderedEmail {
+function withLink(template: InvitationEmailTemplate, link: string): RenderedEmail {
   const markup = escapeHtml(link);
   return {
     subject: template.subject,
