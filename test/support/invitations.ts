@@ -1,7 +1,7 @@
 // Inserts invitations directly (rows + their queued e-mail, in one transaction), so these tests do
 // not depend on POST /api/v1/invites.
 import type { RunningServer } from '../../src/server.js';
-import { queueInvitationEmails } from '../../src/domain/email/outbox.js';
+import { queueInvitationEmail } from '../../src/domain/email/outbox.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import type { World, WorldUserName } from './world.js';
 
@@ -52,7 +52,7 @@ export async function createInvitations(server: RunningServer, world: World, inp
           groups: { create: (input.groupIds ?? []).map((groupId) => ({ groupId })) },
         },
       });
-      if (input.queueEmail ?? true) await queueInvitationEmails(tx, config, [{ ...row, referrer, organization }]);
+      if (input.queueEmail ?? true) await queueInvitationEmail(tx, config, { ...row, referrer, organization });
       rows.push(row);
     }
     return rows;

@@ -45,8 +45,8 @@ export function invitationEmailTemplate(facts: Omit<InvitationEmailFacts, 'link'
   const invitation = `${referrerName} (${referrerEmail}) wants you to join them on Zulip`;
   const expiry = expiryNote(facts.expiresAt);
   const text: [string, string] = [
-    ['Hello,', '', `${invitation}, in the organization ${organizationName}.`, '', 'To accept the invitation and create your account, open this link:', ''].join('\n'),
-    ['', '', expiry, ''].join('\n'),
+    `Hello,\n\n${invitation}, in the organization ${organizationName}.\n\nTo accept the invitation and create your account, open this link:\n`,
+    `\n\n${expiry}\n`,
   ];
   const html: [string, string, string] = [
     htmlTemplate`<!DOCTYPE html>

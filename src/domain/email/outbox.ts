@@ -22,30 +22,34 @@ export interface InvitationForEmail {
 }
 
 /**
- * The invitation e-mails of one send, ahead of its transaction: what they share (the sender, the
- * organization, the expiry) rendered once, and each one's address and confirmation key (which finds
- * its invitation, and ends its link). The database writes each body from the template's parts and
- * the link: a hundred e-mails of a few KB each are not built, escaped into an array literal and sent
- * as parameters, only the keys are (issue 27: a quarter of the server's CPU for 100 addresses).
+ * What the invitation e-mails of one send share (the sender, the organization, the expiry), rendered
+ * once ahead of its transaction. The database writes each body from the template's parts and the
+ * invitation's link: a hundred e-mails of a few KB each are not built, escaped into an array literal
+ * and sent as parameters, only the keys are (issue 27: a quarter of the server's CPU for 100 addresses).
  */
-export interface InvitationEmails {
+export interface InvitationEmailParts {
   template: InvitationEmailTemplate;
   /** The acceptance link without its key. */
   linkPrefix: string;
-  recipients: { toAddress: string; confirmationKey: string }[];
+}
+
+/** An e-mail's address and its invitation's confirmation key (which finds the invitation, and ends the link). */
+export interface InvitationEmailRecipient {
+  toAddress: string;
+  confirmationKey: string;
 }
 
 /** Who invites, to which organization, until when: the same for every e-mail of a send. */
 export type InvitationEmailSender = Pick<InvitationForEmail, 'expiresAt' | 'referrer' | 'organization'>;
 
-export function invitationEmails(config: Config, sender: InvitationEmailSender, recipients: InvitationEmails['recipients']): InvitationEmails {
+export function invitationEmailParts(config: Config, sender: InvitationEmailSender): InvitationEmailParts {
   const template = invitationEmailTemplate({
     referrerName: sender.referrer.fullName,
     referrerEmail: sender.referrer.email,
     organizationName: sender.organization.name,
     expiresAt: sender.expiresAt,
   });
-  return { template, linkPrefix: acceptanceLink(config, ''), recipients };
+  return { template, linkPrefix: acceptanceLink(config, '') };
 }
 
 export function acceptanceLink(config: Config, confirmationKey: string): string {
@@ -77,13 +81,13 @@ export async function queueEmail(db: Transaction | Prisma, email: QueuedEmail): 
 }
 
 /**
- * The INSERT queueing `emails`, each for the row of `invitations` (the invitation table, or a CTE of
- * new invitations) with its confirmation key: one statement however many e-mails (addresses and keys
- * travel as array parameters, the template's parts once). Each body is the template's parts joined by
- * the link, escaped in the HTML (withLink's result, character for character).
+ * The INSERT queueing an e-mail to each of `recipients`, for the row of `invitations` (the invitation
+ * table, or a CTE of new invitations) with its confirmation key: one statement however many e-mails
+ * (addresses and keys travel as array parameters, the template's parts once). Each body is the
+ * template's parts joined by the link, escaped in the HTML (renderInvitationEmail's, character for character).
  */
-export function insertInvitationEmails(invitations: PrismaNamespace.Sql, emails: InvitationEmails): PrismaNamespace.Sql {
-  const { template, linkPrefix, recipients } = emails;
+export function insertInvitationEmails(invitations: PrismaNamespace.Sql, parts: InvitationEmailParts, recipients: InvitationEmailRecipient[]): PrismaNamespace.Sql {
+  const { template, linkPrefix } = parts;
   const keys = recipients.map((r) => r.confirmationKey);
   // Explicit times: the limit and the worker compare them with JavaScript dates, whatever the database's time zone.
   const now = new Date();
@@ -98,10 +102,8 @@ export function insertInvitationEmails(invitations: PrismaNamespace.Sql, emails:
     ORDER BY invitation.id`;
 }
 
-/** Queues one invitation e-mail per (stored) invitation; call app.notifyOutbox() after the transaction commits. */
-export async function queueInvitationEmails(tx: Transaction, config: Config, invitations: InvitationForEmail[]): Promise<void> {
-  for (const invitation of invitations) {
-    const emails = invitationEmails(config, invitation, [{ toAddress: invitation.email, confirmationKey: invitation.confirmationKey }]);
-    await tx.$executeRaw(insertInvitationEmails(PrismaNamespace.sql`invitation`, emails));
-  }
+/** Queues the e-mail of one (stored) invitation; call app.notifyOutbox() after the transaction commits. */
+export async function queueInvitationEmail(tx: Transaction, config: Config, invitation: InvitationForEmail): Promise<void> {
+  const recipient = { toAddress: invitation.email, confirmationKey: invitation.confirmationKey };
+  await tx.$executeRaw(insertInvitationEmails(PrismaNamespace.sql`invitation`, invitationEmailParts(config, invitation), [recipient]));
 }

@@ -4,7 +4,7 @@
 import type { AppContext } from '../../app-context.js';
 import { Parameters, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
-import { queueInvitationEmails, type Transaction } from '../email/outbox.js';
+import { queueInvitationEmail, type Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
@@ -227,7 +227,7 @@ export async function resendInvitation(app: AppContext, actor: Actor, invitation
       where: { id: invitation.id },
       data: { invitedAt: now, expiresAt: validityMs === null ? null : new Date(now.getTime() + validityMs) },
     });
-    await queueInvitationEmails(tx, app.config, [{ ...updated, referrer: invitation.referrer, organization: invitation.organization }]);
+    await queueInvitationEmail(tx, app.config, { ...updated, referrer: invitation.referrer, organization: invitation.organization });
     return updated;
   });
   app.notifyOutbox();

@@ -3,7 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
-import { insertInvitationEmails, invitationEmails } from '../email/outbox.js';
+import { insertInvitationEmails, invitationEmailParts, type InvitationEmailParts } from '../email/outbox.js';
 import { generateConfirmationKey } from './confirmation-key.js';
 import { invitationFailed, lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
@@ -59,13 +59,14 @@ function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsReque
     prepare: ({ email, emailKey }) => ({ email, emailKey, confirmationKey: generateConfirmationKey() }),
     transaction: (work) => inSqlTransaction(app.sql, work),
     async read(tx, checked, addresses) {
+      const mail = invitationEmailParts(app.config, { expiresAt: checked.expiresAt, referrer: actor, organization: checked.org });
       await statementRows(tx, lockOrganizationSql(checked.org.id));
-      return readAndInsert(tx, app.config, actor, { ...request, ...checked, addresses });
+      return readAndInsert(tx, app.config, actor, { ...request, ...checked, addresses, mail });
     },
   };
 }
 
-type StoreRequest = SendInvitationsRequest & CheckedRequest & { addresses: ScreenedAddresses<Invitee> };
+type StoreRequest = SendInvitationsRequest & CheckedRequest & { addresses: ScreenedAddresses<Invitee>; mail: InvitationEmailParts };
 
 /**
  * One statement whatever the number of addresses (every list travels as one array parameter): the
@@ -79,7 +80,6 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
   const reads = lockedReads(config, request, addresses);
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
   const recipients = candidates.map((a) => ({ toAddress: a.email, confirmationKey: a.confirmationKey }));
-  const emails = invitationEmails(config, { expiresAt: request.expiresAt, referrer: actor, organization: org }, recipients);
   const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
     WITH locked AS (
       SELECT ${lockedCountsSql(org.id, now, reads)}
@@ -100,7 +100,7 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
       INSERT INTO invitation_group ("invitationId", "groupId")
       SELECT created.id, "group" FROM created CROSS JOIN unnest(${distinctRowIds(request.groupIds)}::int[]) AS "group"
     ), emails AS (
-      ${insertInvitationEmails(Prisma.sql`created`, emails)}
+      ${insertInvitationEmails(Prisma.sql`created`, request.mail, recipients)}
     ), event AS (
       ${insertInvitesChangedSql(org.id, actor.id, Prisma.sql`EXISTS (SELECT FROM created)`)}
     )
