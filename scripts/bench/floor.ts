@@ -18,6 +18,7 @@ import { encodeCursor } from '../../src/domain/connections.js';
 import { unixSecondsOfMs } from '../../src/domain/time.js';
 import { ROLE } from '../../src/domain/users/roles.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
+import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
 // The bench leaves the backends of connections named "bench..." out of the database's memory.
@@ -134,16 +135,13 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
 const ROLE_NAMES: Record<number, string> = Object.fromEntries(Object.entries(ROLE).map(([name, code]) => [code, name]));
 const secondsOrNull = (ms: number | null) => (ms === null ? null : unixSecondsOfMs(ms));
 
-/** An administrator's pending invitations, newest first, each with its referrer: one statement. */
+/**
+ * An administrator's pending invitations, newest first, each with its referrer: the server's own
+ * statement of the list (as for the file lists), its rows mapped straight to the answer.
+ */
 async function graphqlInvitations(caller: Caller, res: ServerResponse) {
-  const { rows } = await pool.query(
-    `SELECT i.id, i.email, i."invitedAs", round(date_part('epoch', i."invitedAt") * 1000) AS "invitedAtMs",
-            round(date_part('epoch', i."expiresAt") * 1000) AS "expiresAtMs", u.id AS "referrerId", u."fullName", u.email AS "referrerEmail"
-       FROM invitation i JOIN user_account u ON u.id = i."referrerId"
-      WHERE i."organizationId" = $1 AND i.status = 'PENDING' AND (i."expiresAt" IS NULL OR i."expiresAt" > $2::timestamp(3))
-      ORDER BY i."invitedAt" DESC, i.id DESC`,
-    [caller.organizationId, new Date().toISOString()],
-  );
+  const { text, values } = pendingInvitationsStatement(caller);
+  const { rows } = await pool.query(text, values);
   const invitations = rows.map((row) => ({
     id: row.id,
     email: row.email,
@@ -151,7 +149,7 @@ async function graphqlInvitations(caller: Caller, res: ServerResponse) {
     invitedAt: secondsOrNull(row.invitedAtMs),
     expiresAt: secondsOrNull(row.expiresAtMs),
     status: 'PENDING',
-    referrer: { id: row.referrerId, fullName: row.fullName, email: row.referrerEmail },
+    referrer: { id: row.referrerId, fullName: row.referrerFullName, email: row.referrerEmail },
   }));
   send(res, 200, { data: { invitations } }, 'application/graphql-response+json; charset=utf-8');
 }

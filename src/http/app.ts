@@ -144,7 +144,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     // fetch Request (stream, abort signal) for each of them.
     if (!mayHaveBody(c)) return next();
     // Upload routes stream their bodies and enforce their own limits as the bytes arrive.
-    if (streamsBody(restRoutes, c.req.raw)) return next();
+    if (streamsBody(restRoutes, c.req.method, c.req.path)) return next();
     if (c.req.path === '/graphql' && isMultipart(c.req.raw)) return graphqlUploadLimit(c, next);
     return standardLimit(c, next);
   });

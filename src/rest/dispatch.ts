@@ -11,7 +11,7 @@ import { csrfFailure, sessionTokenOf } from '../http/cookies.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
 import type { Logger } from '../logging.js';
 import { errorResponse, jsonResponse } from './envelope.js';
-import { queryParams, readParams, type PublicRestHandler, type RestHandler } from './request.js';
+import { readParams, type PublicRestHandler, type RestHandler } from './request.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -91,12 +91,11 @@ function matchRoute(routes: RestRoute[], path: string) {
 const prefixOf = (pathname: string) => [API_PREFIX, JSON_PREFIX].find((prefix) => pathname.startsWith(`${prefix}/`));
 
 /** Whether the request goes to a handler that streams its body (exempt from the global body limit), at either door. */
-export function streamsBody(routes: RestRoute[], request: Request): boolean {
-  const { pathname } = new URL(request.url);
+export function streamsBody(routes: RestRoute[], method: string, pathname: string): boolean {
   const prefix = prefixOf(pathname);
   if (!prefix) return false;
   const route = routes.find((r) => r.pattern.test(pathname.slice(prefix.length)));
-  return route?.streamsBody?.includes(request.method as Method) ?? false;
+  return route?.streamsBody?.includes(method as Method) ?? false;
 }
 
 export interface DispatchOptions {
@@ -114,10 +113,10 @@ export async function dispatchRest(routes: RestRoute[], request: Request, app: A
   const door = options.door ?? API_DOOR;
   const { log } = options;
   try {
-    const path = new URL(request.url).pathname.slice(door.prefix.length);
-    const matched = matchRoute(routes, path);
+    const url = new URL(request.url);
+    const matched = matchRoute(routes, url.pathname.slice(door.prefix.length));
     if (!matched || !door.serves(matched.route)) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, app, { clientAddress: options.clientAddress, log, door });
+    return await dispatchMethod(matched.route, matched.pathParams, request, url.searchParams, app, { clientAddress: options.clientAddress, log, door });
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
@@ -135,18 +134,18 @@ interface RequestScope {
   door: Door;
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, app: AppContext, { clientAddress, log, door }: RequestScope) {
-  const allowed = declaredMethods(route);
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, query: URLSearchParams, app: AppContext, { clientAddress, log, door }: RequestScope) {
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
-    return new Response(null, { status: 204, headers: { Allow: [...allowed].sort().join(', ') } });
+    return new Response(null, { status: 204, headers: { Allow: declaredMethods(route).sort().join(', ') } });
   }
   const publicHandler = route.publicMethods?.[method];
   const handler = route.methods[method];
   if (!publicHandler && !handler) {
+    const allowed = declaredMethods(route);
     return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
   }
-  const params = route.streamsBody?.includes(method) ? queryParams(request) : await readParams(request);
+  const params = route.streamsBody?.includes(method) ? new Map(query) : await readParams(request, query);
   if (publicHandler) return publicHandler({ params, path, app, request, log, clientAddress });
   const caller = await door.authenticate(request, app, clientAddress);
   if (caller instanceof Response) return caller;

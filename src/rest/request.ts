@@ -22,14 +22,11 @@ export type RestHandler = (request: RestRequest) => Promise<Response>;
 /** A handler that needs no credentials; it sees the client's address (the failed-login limit's key). */
 export type PublicRestHandler = (request: Omit<RestRequest, 'actor' | 'credentials'> & { clientAddress: string }) => Promise<Response>;
 
-export const queryParams = (request: Request) => new Map(new URL(request.url).searchParams);
-
-/** Form fields (urlencoded or multipart; file parts are not parameters) after query parameters. */
-export async function readParams(request: Request): Promise<Map<string, string>> {
-  const url = new URL(request.url);
+/** Form fields (urlencoded or multipart; file parts are not parameters) after the query's parameters. */
+export async function readParams(request: Request, query: URLSearchParams): Promise<Map<string, string>> {
   const params = new Map<string, string>();
   const body = await readForm(request);
-  for (const [name, value] of url.searchParams) params.set(name, value);
+  for (const [name, value] of query) params.set(name, value);
   for (const [name, value] of body) params.set(name, value);
   return params;
 }
