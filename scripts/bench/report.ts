@@ -15,12 +15,18 @@ export interface ScenarioResult {
   mismatches: string[];
 }
 
+/** How long server and floor sit without requests before their idle memory is read. */
+export const IDLE_SECONDS = 30;
+
 export interface ModeResult {
   mode: 'external' | 'embedded';
   data: string;
   scenarios: ScenarioResult[];
   rss: {
     serverAfterStart: number;
+    /** A second after the import, before the server has been idle long enough to give memory back. */
+    serverAfterImport: number;
+    /** After IDLE_SECONDS without requests. */
     serverIdle: number;
     serverPeak: number;
     /** The embedded PostgreSQL's processes together; undefined on an external server. */
@@ -94,7 +100,7 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     const r = mode.rss;
     lines.push(
       '',
-      `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverIdle)} idle (after the import), ${mib(r.serverPeak)} peak under load` +
+      `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverAfterImport)} right after the import, ${mib(r.serverIdle)} idle (${IDLE_SECONDS} s later, without requests), ${mib(r.serverPeak)} peak under load` +
         (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS, without the backends of the floor's and the bench's connections; ` +
             `${r.databaseAllPeak === undefined ? '' : `${mib(r.databaseAllPeak)} with them; `}not counted while the rate-limited scenario's second server and floor use it)`) +
         `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
