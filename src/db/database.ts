@@ -10,7 +10,7 @@ import { StartupError } from '../startup-error.js';
 import { logger } from '../logging.js';
 import { SQL_TYPE_PARSERS, sqlOver, type Sql } from './sql.js';
 import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
-import { applyMigrationsInWorker, hasPendingMigrations } from './migrations.js';
+import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
 import { lockWait } from './lock-wait.js';
 import { withLibpqSslModes } from './tls.js';
 
@@ -126,7 +126,7 @@ async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], option
 async function migrateOnce(directUrl: string): Promise<void> {
   await withClient(directUrl, async (client) => {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    if (await hasPendingMigrations(client)) await applyMigrationsInWorker(directUrl);
+    if (await hasPendingMigrations(client)) await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: directUrl }));
   });
 }
 

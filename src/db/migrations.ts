@@ -1,10 +1,8 @@
 // Applies the committed migrations under prisma/migrations with the WebAssembly schema engine.
 // Applying is idempotent (the engine records applied migrations in _prisma_migrations).
 import { readdir, readFile } from 'node:fs/promises';
-import { extname, join } from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { MigrationList } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type pg from 'pg';
@@ -19,7 +17,8 @@ async function migrationFolders(): Promise<string[]> {
 
 /**
  * Whether the database lacks any of the committed migrations (by name, as the schema engine
- * records them). Lets a server skip starting the schema engine on every start but the ones that migrate.
+ * records them). Lets a server skip loading the schema engine, about 40 MiB of WebAssembly that
+ * would stay resident, on every start but the ones that migrate.
  */
 export async function hasPendingMigrations(client: pg.Client): Promise<boolean> {
   let applied: Set<string>;
@@ -87,33 +86,4 @@ export async function applyMigrationsAndDisconnect(adapterFactory: SqlMigrationA
   } finally {
     await Promise.all(opened.map((adapter) => adapter.dispose()));
   }
-}
-
-/** The worker's module beside this one: .js in the build, .ts where the sources run through tsx (tests, scripts). */
-const WORKER = new URL(`./migration-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
-
-function migrationWorker(directUrl: string): Worker {
-  const workerData = { directUrl };
-  if (!WORKER.pathname.endsWith('.ts')) return new Worker(WORKER, { workerData });
-  // A worker inherits no loader (and Node 20 takes no --import in a worker's execArgv): it imports
-  // its module through tsx's API, named by path (an eval'd worker resolves packages from the cwd).
-  const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json')));
-  const load = `import(${JSON.stringify(tsx.href)}).then(({ tsImport }) => tsImport(${JSON.stringify(WORKER.href)}, ${JSON.stringify(WORKER.href)}))`;
-  return new Worker(load, { eval: true, workerData });
-}
-
-/**
- * applyMigrationsAndDisconnect in a thread of its own. The schema engine is about 40 MiB of
- * WebAssembly whose bindings keep it referenced once loaded: run in the server's own thread, a start
- * that migrated kept it resident for the process's life (the bench's idle RSS 160 MiB against 131
- * after a start without migrations). Its memory ends with the worker.
- */
-export function applyMigrationsInWorker(directUrl: string): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const worker = migrationWorker(directUrl);
-    let applied: string[] | undefined;
-    worker.once('message', (names: string[]) => (applied = names));
-    worker.once('error', reject);
-    worker.once('exit', (code) => (applied ? resolve(applied) : reject(new Error(`The migrations' worker ended (exit code ${code}) without applying them`))));
-  });
 }

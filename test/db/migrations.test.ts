@@ -7,7 +7,7 @@ import { readdir } from 'node:fs/promises';
 import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { applyMigrationsInWorker, MIGRATIONS_DIR } from '../../src/db/migrations.js';
+import { MIGRATIONS_DIR } from '../../src/db/migrations.js';
 import { dropDatabase, withDatabase } from '../support/postgres-databases.js';
 
 async function migrationNames(): Promise<string[]> {
@@ -42,34 +42,3 @@ test('two processes starting at once against one PostgreSQL migrate it once; ope
     await admin.end();
   }
 }, 120_000);
-
-test("a start that migrates runs the schema engine in a worker thread: its WebAssembly never loads in the server's", async () => {
-  const admin = new pg.Client({ connectionString: inject('databaseUrl') });
-  await admin.connect();
-  const name = `teamchat_migrate_thread_${process.pid}_${Date.now()}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const instantiate = WebAssembly.instantiate;
-  const importedHere: string[] = [];
-  WebAssembly.instantiate = ((source: BufferSource, imports?: WebAssembly.Imports) => {
-    importedHere.push(...Object.keys(imports ?? {}));
-    return instantiate(source, imports);
-  }) as typeof WebAssembly.instantiate;
-  try {
-    const url = withDatabase(inject('databaseUrl'), name);
-    const database = await openDatabase({ databaseUrl: url, directUrl: url });
-    const rows = await database.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL`;
-    await database.close();
-    expect(rows).toEqual([{ n: (await migrationNames()).length }]);
-    expect(importedHere).not.toContain('./schema_engine_bg.js');
-  } finally {
-    WebAssembly.instantiate = instantiate;
-    await dropDatabase(admin, name);
-    await admin.end();
-  }
-}, 120_000);
-
-test("the migrations' worker hands back the schema engine's refusal", async () => {
-  const unknownRole = new URL(inject('databaseUrl'));
-  unknownRole.username = 'no_such_role';
-  await expect(applyMigrationsInWorker(unknownRole.href)).rejects.toThrow(/denied access/);
-}, 60_000);
