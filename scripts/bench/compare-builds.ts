@@ -9,14 +9,14 @@
 //     target: floor, or a build's folder inside the checkout (dist, or a copy of an older dist/), with
 //     extra node flags after @ (dist@--max-semi-space-size=16)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, importedIds, insertListedInvitations, INVITATIONS_QUERY } from './organization.js';
-import { cpuMsOf } from './load.js';
+import { cpuMsOf, postgresCpuMs } from './load.js';
 import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_ENV, type BenchProcess } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
@@ -79,20 +79,6 @@ function requestOf(kind: string, org: Organization): { fixed?: Request; next?: (
   };
   if (!kinds[kind]) throw new Error(`unknown kind ${kind}: ${Object.keys(kinds).join(', ')}`);
   return kinds[kind]();
-}
-
-const commandOf = (pid: string) => {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return ''; // gone meanwhile
-  }
-};
-
-/** CPU time every PostgreSQL process of the machine has used so far, in milliseconds. */
-function postgresCpuMs(): number {
-  const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && commandOf(name) === 'postgres');
-  return pids.reduce((sum, pid) => sum + cpuMsOf(Number(pid)), 0);
 }
 
 interface Target {

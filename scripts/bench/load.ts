@@ -1,7 +1,7 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
 // server's SQL statements counted around it. Every answer is compared with the one floor and
 // server agreed on before the load; the rows the round wrote are summarized for comparison.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { BenchProcess } from './processes.js';
@@ -90,6 +90,20 @@ export function cpuMsOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+const commandOf = (pid: string) => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return ''; // gone meanwhile
+  }
+};
+
+/** CPU time every PostgreSQL process of the machine has used so far, in milliseconds. */
+export function postgresCpuMs(): number {
+  const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && commandOf(name) === 'postgres');
+  return pids.reduce((sum, pid) => sum + cpuMsOf(Number(pid)), 0);
 }
 
 /** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */

@@ -3,24 +3,15 @@
 // connection), alternately, by 4 clients: the tenth session's measurement behind the README's
 // "prepared statements". Runs on compare-builds' database (`compare-builds.ts setup` first).
 //   npx tsx scripts/bench/prepared-statements.ts
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
 import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
-import { cpuMsOf } from './load.js';
+import { postgresCpuMs } from './load.js';
 
 const CLIENTS = 4;
 const org = JSON.parse(readFileSync('bench/compare-organization.json', 'utf8')) as { databaseUrl: string; id: number };
-
-const isPostgres = (pid: string) => {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-  } catch {
-    return false;
-  }
-};
-const postgresCpuMs = () => readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && isPostgres(pid)).reduce((sum, pid) => sum + cpuMsOf(Number(pid)), 0);
 
 const first = new pg.Client({ connectionString: org.databaseUrl });
 await first.connect();

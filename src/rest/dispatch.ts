@@ -90,7 +90,12 @@ function matchRoute(routes: RestRoute[], path: string) {
 
 const prefixOf = (pathname: string) => [API_PREFIX, JSON_PREFIX].find((prefix) => pathname.startsWith(`${prefix}/`));
 
-/** Whether the request goes to a handler that streams its body (exempt from the global body limit), at either door. */
+/**
+ * Whether the request goes to a handler that streams its body (exempt from the global body limit), at
+ * either door. `pathname` is hono's (percent-decoded where that changes nothing reserved, as hono
+ * routes): it can differ from the raw path dispatch matches only by encoded plain characters, and such
+ * a request is answered 404 by dispatch without its body being read.
+ */
 export function streamsBody(routes: RestRoute[], method: string, pathname: string): boolean {
   const prefix = prefixOf(pathname);
   if (!prefix) return false;
