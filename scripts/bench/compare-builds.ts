@@ -16,7 +16,7 @@ import pg from 'pg';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, importedIds, insertListedInvitations, INVITATIONS_QUERY } from './organization.js';
-import { cpuMsOf, postgresCpuMs } from './load.js';
+import { cpuMsOf, postgresCpuSince } from './load.js';
 import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_ENV, type BenchProcess } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
@@ -108,12 +108,12 @@ async function round(target: Target, kind: string, org: Organization, db: pg.Poo
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   if (kind.startsWith('invite')) await removeInvitesMade(db, org);
   const { fixed, next } = requestOf(kind, org);
-  const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuMs() };
+  const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuSince() };
   const result = await autocannon({ url: target.process.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
   const msPerRequest = (ms: number) => ms / Math.max(1, result.requests.total);
   const failed = result.non2xx + result.errors;
   if (failed > 0) console.error(`${target.name}: ${failed} requests failed (${JSON.stringify(result.statusCodeStats)})`);
-  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.process.child.pid!) - before.own), database: msPerRequest(postgresCpuMs() - before.database) };
+  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.process.child.pid!) - before.own), database: msPerRequest(before.database()) };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;

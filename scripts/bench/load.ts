@@ -100,10 +100,24 @@ const commandOf = (pid: string) => {
   }
 };
 
-/** CPU time every PostgreSQL process of the machine has used so far, in milliseconds. */
-export function postgresCpuMs(): number {
+/** CPU time each PostgreSQL process of the machine has used so far, in milliseconds. */
+function postgresCpuByProcess(): Map<string, number> {
   const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && commandOf(name) === 'postgres');
-  return pids.reduce((sum, pid) => sum + cpuMsOf(Number(pid)), 0);
+  return new Map(pids.map((pid) => [pid, cpuMsOf(Number(pid))]));
+}
+
+/**
+ * A reader of the CPU time PostgreSQL's processes have used since this call, in milliseconds. Summed
+ * process by process: a backend that ends meanwhile (a pool closing an idle connection) would take
+ * all its CPU time out of a plain total, which made figures negative; one that starts counts whole.
+ */
+export function postgresCpuSince(): () => number {
+  const before = postgresCpuByProcess();
+  return () => {
+    let ms = 0;
+    for (const [pid, used] of postgresCpuByProcess()) ms += used - (before.get(pid) ?? 0);
+    return ms;
+  };
 }
 
 /** Sends the probe request every 50 ms until stopped; resolves to its worst latency. */

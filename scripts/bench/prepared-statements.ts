@@ -8,7 +8,7 @@ import pg from 'pg';
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
 import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
-import { postgresCpuMs } from './load.js';
+import { postgresCpuSince } from './load.js';
 
 const CLIENTS = 4;
 const org = JSON.parse(readFileSync('bench/compare-organization.json', 'utf8')) as { databaseUrl: string; id: number };
@@ -31,13 +31,13 @@ try {
     for (const named of [false, true, false, true]) {
       const query = named ? { name: `prepared ${label}`, ...statement } : statement;
       let left = times;
-      const before = { database: postgresCpuMs(), own: process.cpuUsage() };
+      const before = { database: postgresCpuSince(), own: process.cpuUsage() };
       await Promise.all(clients.map(async (client) => {
         while (left-- > 0) await client.query(query);
       }));
       const own = process.cpuUsage(before.own);
       const perStatement = (ms: number) => (ms / times).toFixed(3);
-      console.log(`${label}, ${named ? 'prepared' : 'unnamed'}: PostgreSQL ${perStatement(postgresCpuMs() - before.database)} ms, driver ${perStatement((own.user + own.system) / 1000)} ms per statement`);
+      console.log(`${label}, ${named ? 'prepared' : 'unnamed'}: PostgreSQL ${perStatement(before.database())} ms, driver ${perStatement((own.user + own.system) / 1000)} ms per statement`);
     }
   }
 } finally {
