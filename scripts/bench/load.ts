@@ -1,10 +1,9 @@
 // One measured round: autocannon at a fixed concurrency for a fixed time against one server, the
 // server's SQL statements counted around it. Every answer is compared with the one floor and
 // server agreed on before the load; the rows the round wrote are summarized for comparison.
-import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import type { BenchProcess } from './processes.js';
+import { processIds, procStat, type BenchProcess } from './processes.js';
 import { violation } from './violations.js';
 
 export interface Request {
@@ -81,29 +80,16 @@ export const firstRequest = (scenario: Scenario): Request =>
 const MISMATCH_SAMPLES = 3;
 
 /** CPU time (user + system) a process has used so far, in milliseconds; 0 once it has gone. */
-export function cpuMsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields 14 and 15 (utime, stime) in clock ticks; the command name (field 2) may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-const commandOf = (pid: string) => {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return ''; // gone meanwhile
-  }
-};
+export const cpuMsOf = (pid: number): number => procStat(pid)?.cpuMs ?? 0;
 
 /** CPU time each PostgreSQL process of the machine has used so far, in milliseconds. */
 function postgresCpuByProcess(): Map<string, number> {
-  const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name) && commandOf(name) === 'postgres');
-  return new Map(pids.map((pid) => [pid, cpuMsOf(Number(pid))]));
+  const used = new Map<string, number>();
+  for (const pid of processIds()) {
+    const stat = procStat(pid);
+    if (stat?.command === 'postgres') used.set(pid, stat.cpuMs);
+  }
+  return used;
 }
 
 /**

@@ -17,6 +17,7 @@ const first = new pg.Client({ connectionString: org.databaseUrl });
 await first.connect();
 const { rows: [user] } = await first.query('SELECT id, "organizationId", role FROM user_account WHERE "organizationId" = $1 ORDER BY id LIMIT 1', [org.id]);
 await first.end();
+if (!user) throw new Error(`no user in organization ${org.id} of ${org.databaseUrl}: run compare-builds.ts setup first`);
 
 const statements = {
   'invitation list': { statement: pendingInvitationsStatement(user), times: 2000 },

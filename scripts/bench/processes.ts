@@ -157,22 +157,29 @@ function procField(path: string, field: string): number {
   }
 }
 
+/** The ids of the machine's processes, as /proc lists them. */
+export const processIds = () => readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
+
+/** What /proc/<pid>/stat says of a process: its command, its parent, and the CPU time (user + system, ms) it has used so far; undefined once it has gone. */
+export function procStat(pid: number | string): { command: string; parent: number; cpuMs: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command (field 2, in parentheses) may hold spaces: the fields after it are counted from its end.
+    // Field 4 is the parent; 14 and 15 (utime, stime) are in clock ticks.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), parent: Number(fields[1]), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 };
+  } catch {
+    return undefined;
+  }
+}
+
 /** The embedded PostgreSQL's processes: the postmaster named in postmaster.pid under dataDir, and its children. */
 export function embeddedPostgresPids(dataDir: string): number[] {
   const pidFile = findFile(dataDir, 'postmaster.pid', 3);
   if (!pidFile) return [];
   const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  const children = readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        // Field 4 of /proc/<pid>/stat is the parent pid; the command name (field 2) may hold spaces.
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
-      } catch {
-        return false;
-      }
-    })
+  const children = processIds()
+    .filter((pid) => procStat(pid)?.parent === postmaster)
     .map(Number);
   return [postmaster, ...children];
 }
