@@ -9,7 +9,7 @@ export interface Pair {
   real: BenchProcess;
 }
 
-const excerpt = (text: string) => text.slice(0, 300);
+const excerpt = (text: string | undefined) => (text === undefined ? 'nothing' : text.slice(0, 300));
 
 async function answerOnce(scenario: Scenario, server: BenchProcess) {
   const written = await scenario.recordWrites?.();

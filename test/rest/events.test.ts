@@ -1,7 +1,9 @@
 // The REST events API over HTTP (docs/reference/events.md): registration, polling, acknowledgement,
 // deletion, their refusals, and each event type sent to exactly its recipients on exactly its
 // triggers. "Nothing was sent" is proven by a later event that must arrive first in the same queue.
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { capturedLogger } from '../support/log-capture.js';
 import { callApi, type ApiResponse } from '../support/rest.js';
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { postInvites } from '../support/invites.js';
@@ -423,7 +425,38 @@ describe('long polls', () => {
     expect(response.status).toBe(200);
     expect(types(await eventsOf(world, 'guest', queueId))).toEqual(['realm_emoji']);
   });
+
+  test('a client that leaves while its poll reads the queue is answered at once, not kept waiting until the heartbeat', async () => {
+    const logged = capturedLogger('info');
+    const alone = await startTestServer({ eventHeartbeatSeconds: 600 }, { outbox: false, logger: logged.logger });
+    // Two connections: a transaction reads the activity it first saw, again and again.
+    const [holder, watcher] = [await connectToTestDatabase(), await connectToTestDatabase()];
+    try {
+      const world = await createWorld(alone.app.prisma);
+      const registered = await callApi(alone.url, 'POST', '/register', { authorization: world.users.member.auth, form: {} });
+      const queueId = registered.body.queue_id as string;
+      // The queue's row held: the poll stops in its first statement, before it could wait.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM event_queue WHERE id = $1 FOR UPDATE', [queueId]);
+      const socket = connect(Number(new URL(alone.url).port), '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`GET /api/v1/events?queue_id=${queueId}&last_event_id=-1 HTTP/1.1\r\nHost: test\r\nAuthorization: ${world.users.member.auth}\r\n\r\n`);
+      await vi.waitFor(async () => expect((await watcher.query(BLOCKED_ON_THE_QUEUE)).rows).toHaveLength(1), { timeout: 10_000 });
+      socket.destroy();
+      // Sent after the first connection closed: once it is answered, the server has seen that close.
+      expect((await fetch(`${alone.url}/health`)).status).toBe(200);
+      await holder.query('COMMIT');
+      const answered = () => logged.lines.some((line) => line.msg === 'request' && line.path === '/api/v1/events');
+      await vi.waitFor(() => expect(answered()).toBe(true), { timeout: 10_000 });
+      expect(alone.app.eventPolls?.size).toBe(0);
+    } finally {
+      await Promise.all([holder.end(), watcher.end()]);
+      await alone.close();
+    }
+  });
 });
+
+const BLOCKED_ON_THE_QUEUE = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM event_queue%FOR UPDATE%'`;
 
 /** Until a request waits on the queue (its row says so). */
 async function waitUntilWaiting(queueId: string): Promise<void> {

@@ -177,7 +177,9 @@ export class EventPolls implements NotificationSubscriber {
     await this.answerWaiting(queue);
     await positionCommittedEvents(this.app.sql);
     const events = await queuedEvents(this.app, queue, this.realmEmoji);
-    if (events.length > 0 || request.dontBlock || this.closing) return { events };
+    // A client that left while the queue was read has nobody waiting: its abort, already past, would
+    // never be heard, and the request would wait for its heartbeat.
+    if (events.length > 0 || request.dontBlock || this.closing || credentials.signal?.aborted) return { events };
     return new Promise<PollAnswer>((resolve, reject) => {
       const poll = new WaitingPoll(this, queue, credentials, resolve, reject);
       // Two polls of one queue that arrived together: the earlier is answered, as a takeover.
