@@ -9,7 +9,7 @@ export interface Pair {
   real: BenchProcess;
 }
 
-const excerpt = (text: string | undefined) => (text === undefined ? 'nothing' : text.slice(0, 300));
+const excerpt = (text: string) => text.slice(0, 300);
 
 async function answerOnce(scenario: Scenario, server: BenchProcess) {
   const written = await scenario.recordWrites?.();
@@ -24,7 +24,9 @@ function fieldDifferences(floor: string, real: string): string {
   const [a, b] = [JSON.parse(floor), JSON.parse(real)] as Record<string, unknown>[];
   const keys = [...new Set([...Object.keys(a!), ...Object.keys(b!)])];
   const differ = keys.filter((key) => JSON.stringify(a![key]) !== JSON.stringify(b![key]));
-  return differ.map((key) => `${key}: floor ${excerpt(JSON.stringify(a![key]))}, server ${excerpt(JSON.stringify(b![key]))}`).join('; ');
+  // A field one side lacks has no JSON (undefined).
+  const shown = (value: unknown) => excerpt(JSON.stringify(value) ?? 'nothing');
+  return differ.map((key) => `${key}: floor ${shown(a![key])}, server ${shown(b![key])}`).join('; ');
 }
 
 /** Why the rows two sides wrote differ, or undefined when they are alike. */

@@ -429,7 +429,7 @@ describe('long polls', () => {
   test('a client that leaves while its poll reads the queue is answered at once, not kept waiting until the heartbeat', async () => {
     const logged = capturedLogger('info');
     const alone = await startTestServer({ eventHeartbeatSeconds: 600 }, { outbox: false, logger: logged.logger });
-    // Two connections: a transaction reads the activity it first saw, again and again.
+    // Two connections: inside a transaction, pg_stat_activity answers what it first saw, again and again.
     const [holder, watcher] = [await connectToTestDatabase(), await connectToTestDatabase()];
     try {
       const world = await createWorld(alone.app.prisma);
@@ -441,7 +441,8 @@ describe('long polls', () => {
       const socket = connect(Number(new URL(alone.url).port), '127.0.0.1');
       socket.on('error', () => {});
       socket.write(`GET /api/v1/events?queue_id=${queueId}&last_event_id=-1 HTTP/1.1\r\nHost: test\r\nAuthorization: ${world.users.member.auth}\r\n\r\n`);
-      await vi.waitFor(async () => expect((await watcher.query(BLOCKED_ON_THE_QUEUE)).rows).toHaveLength(1), { timeout: 10_000 });
+      const { rows: [{ pid: holderPid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
+      await vi.waitFor(async () => expect((await watcher.query(BLOCKED_BY, [holderPid])).rows).toHaveLength(1), { timeout: 10_000 });
       socket.destroy();
       // Sent after the first connection closed: once it is answered, the server has seen that close.
       expect((await fetch(`${alone.url}/health`)).status).toBe(200);
@@ -456,7 +457,8 @@ describe('long polls', () => {
   });
 });
 
-const BLOCKED_ON_THE_QUEUE = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM event_queue%FOR UPDATE%'`;
+/** The backends a session's locks hold up: here, only the poll's (no other test waits on this queue). */
+const BLOCKED_BY = 'SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))';
 
 /** Until a request waits on the queue (its row says so). */
 async function waitUntilWaiting(queueId: string): Promise<void> {
