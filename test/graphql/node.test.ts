@@ -164,7 +164,8 @@ describe('node, per type, as the lists show each', () => {
     const world = await newWorld();
     const plan = await world.attachmentId('plan.pdf');
     const archive = await world.attachmentId('archive.tar');
-    expect(await node(world, 'member', globalId('Attachment', plan))).toMatchObject({ __typename: 'Attachment', id: plan, name: 'plan.pdf' });
+    const planNode = await node(world, 'member', globalId('Attachment', plan));
+    expect(planNode).toMatchObject({ __typename: 'Attachment', id: plan, name: 'plan.pdf' });
     expect(await node(world, 'member', globalId('Attachment', archive))).toBeNull();
     expect(await node(world, 'owner', globalId('Attachment', plan))).toBeNull();
     expect(await node(world, 'owner', globalId('Attachment', archive))).toMatchObject({ name: 'archive.tar' });
@@ -176,9 +177,18 @@ describe('node, per type, as the lists show each', () => {
     const revoked = await createInvitation(server, world, { email: uniqueEmail('revoked'), referrer: 'member', status: 'REVOKED' });
     const byAdminId = globalId('Invitation', byAdmin.id);
     const revokedId = globalId('Invitation', revoked.id);
-    expect(await node(world, 'admin', byAdminId)).toMatchObject({ __typename: 'Invitation', email: byAdmin.email, status: 'PENDING', referrer: { email: 'adam@lighthouse.example' } });
+    expect(await node(world, 'admin', byAdminId)).toMatchObject({
+      __typename: 'Invitation',
+      email: byAdmin.email,
+      status: 'PENDING',
+      referrer: { email: 'adam@lighthouse.example' },
+    });
     expect(await node(world, 'admin', revokedId)).toMatchObject({ email: revoked.email, status: 'REVOKED' });
-    expect(await node(world, 'member', revokedId)).toMatchObject({ email: revoked.email, status: 'REVOKED', referrer: { email: 'mark@lighthouse.example' } });
+    expect(await node(world, 'member', revokedId)).toMatchObject({
+      email: revoked.email,
+      status: 'REVOKED',
+      referrer: { email: 'mark@lighthouse.example' },
+    });
     expect(await node(world, 'member', byAdminId)).toBeNull();
     expect(await node(world, 'moderator', revokedId)).toBeNull();
     // Guests may list no invitations at all: null, not the list's refusal.
@@ -189,14 +199,27 @@ describe('node, per type, as the lists show each', () => {
     const world = await newWorld();
     const tick = await world.emojiId('green_tick');
     const retired = await world.emojiId('retired_logo');
-    expect(await node(world, 'guest', globalId('CustomEmoji', tick))).toEqual({ __typename: 'CustomEmoji', globalId: globalId('CustomEmoji', tick), id: tick, name: 'green_tick', deactivated: false });
+    expect(await node(world, 'guest', globalId('CustomEmoji', tick))).toEqual({
+      __typename: 'CustomEmoji',
+      globalId: globalId('CustomEmoji', tick),
+      id: tick,
+      name: 'green_tick',
+      deactivated: false,
+    });
     expect(await node(world, 'member', globalId('CustomEmoji', retired))).toMatchObject({ name: 'retired_logo', deactivated: true });
   });
 
-  test('Channel: subscribed or invitable; a private channel of others, an archived one, or any for a guest without subscriptions is null', async () => {
+  test("Channel: subscribed or invitable; others' private channels, archived ones, a guest's unsubscribed ones are null", async () => {
     const world = await newWorld();
-    const [general, boardroom, oldNews, design] = await Promise.all(['general', 'boardroom', 'old-news', 'design'].map((name) => world.channelId(name)));
-    expect(await node(world, 'member', globalId('Channel', design))).toEqual({ __typename: 'Channel', globalId: globalId('Channel', design), id: design, name: 'design', isDefault: false });
+    const names = ['general', 'boardroom', 'old-news', 'design'];
+    const [general, boardroom, oldNews, design] = await Promise.all(names.map((name) => world.channelId(name)));
+    expect(await node(world, 'member', globalId('Channel', design))).toEqual({
+      __typename: 'Channel',
+      globalId: globalId('Channel', design),
+      id: design,
+      name: 'design',
+      isDefault: false,
+    });
     expect(await node(world, 'member', globalId('Channel', general))).toMatchObject({ name: 'general', isDefault: true });
     expect(await node(world, 'member', globalId('Channel', boardroom))).toBeNull();
     expect(await node(world, 'owner', globalId('Channel', boardroom))).toMatchObject({ name: 'boardroom' });
@@ -204,10 +227,15 @@ describe('node, per type, as the lists show each', () => {
     expect(await node(world, 'guest', globalId('Channel', general))).toBeNull();
   });
 
-  test('UserGroup: a member of it or one who may invite to it; a deactivated group, or any for a guest without groups, is null', async () => {
+  test("UserGroup: its members' and those who may invite to it; a deactivated group, a guest's others, are null", async () => {
     const world = await newWorld();
     const [support, leads, alumni] = await Promise.all(['support', 'leads', 'alumni'].map((name) => world.groupId(name)));
-    expect(await node(world, 'member', globalId('UserGroup', support))).toEqual({ __typename: 'UserGroup', globalId: globalId('UserGroup', support), id: support, name: 'support' });
+    expect(await node(world, 'member', globalId('UserGroup', support))).toEqual({
+      __typename: 'UserGroup',
+      globalId: globalId('UserGroup', support),
+      id: support,
+      name: 'support',
+    });
     expect(await node(world, 'admin', globalId('UserGroup', leads))).toMatchObject({ name: 'leads' });
     expect(await node(world, 'owner', globalId('UserGroup', alumni))).toBeNull();
     expect(await node(world, 'guest', globalId('UserGroup', support))).toBeNull();
@@ -248,9 +276,15 @@ describe("another organization's objects", () => {
 describe('ids that name nothing, and ids that are not global ids', () => {
   test('a well-formed id of no type of ours, or of no possible row, is null', async () => {
     const world = await newWorld();
-    for (const id of [globalId('Nothing', 1), globalId('Viewer', world.users.member.id), globalId('constructor', 1), globalId('__proto__', 1), globalId('User', 2 ** 31), globalId('User', 99999999999999999999)]) {
-      expect(await node(world, 'member', id)).toBeNull();
-    }
+    const namingNothing = [
+      globalId('Nothing', 1),
+      globalId('Viewer', world.users.member.id),
+      globalId('constructor', 1),
+      globalId('__proto__', 1),
+      globalId('User', 2 ** 31),
+      globalId('User', 99999999999999999999),
+    ];
+    for (const id of namingNothing) expect(await node(world, 'member', id)).toBeNull();
   });
 
   const malformed = [
@@ -351,7 +385,8 @@ describe('SQL statements per request', () => {
 
   test('nodes reads each type once, however many of its ids are asked for', async () => {
     const world = await createWorld(counting.prisma);
-    const emoji = await Promise.all(['green_tick', 'lighthouse', 'retired_logo'].map(async (name) => globalId('CustomEmoji', await world.emojiId(name))));
+    const emojiNames = ['green_tick', 'lighthouse', 'retired_logo'];
+    const emoji = await Promise.all(emojiNames.map(async (name) => globalId('CustomEmoji', await world.emojiId(name))));
     const users = Object.values(world.users).map((user) => globalId('User', user.id));
     await request(world, [users[0]!]); // the member's credentials cached, as they are for the others
     const one = await request(world, [emoji[0]!, users[0]!]);

@@ -139,7 +139,11 @@ function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: 
  * Administrators see the organization's invitations; others their own. Inactive ones only when asked
  * for; with `ids`, only those among them.
  */
-function listFilter(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, options: Pick<ListOptions, 'includeInactive' | 'ids'>, now: Date) {
+function listFilter(
+  actor: Pick<Actor, 'id' | 'organizationId' | 'role'>,
+  options: Pick<ListOptions, 'includeInactive' | 'ids'>,
+  now: Date,
+) {
   const parameters = new Parameters();
   const where = `"organizationId" = ${parameters.add(actor.organizationId)}
     ${isAdministrator(actor.role) ? '' : `AND "referrerId" = ${parameters.add(actor.id)}`}

@@ -41,8 +41,10 @@ interface NodeType {
   find(context: GraphQLContext, ids: number[]): Promise<NodeShape[]>;
 }
 
-const nodeType = <Shape extends NodeShape>(ref: ObjectRef<Types, Shape>, find: (context: GraphQLContext, ids: number[]) => Promise<Shape[]>) =>
-  ({ ref, find }) as unknown as NodeType;
+const nodeType = <Shape extends NodeShape>(
+  ref: ObjectRef<Types, Shape>,
+  find: (context: GraphQLContext, ids: number[]) => Promise<Shape[]>,
+) => ({ ref, find }) as unknown as NodeType;
 
 const channelShape = ({ id, name, isDefault }: ChannelShape): ChannelShape => ({ id, name, isDefault });
 
@@ -53,7 +55,9 @@ const NODE_TYPES: Record<string, NodeType> = {
   // Query.invitations(includeInactive: true) and Viewer.invitationPage.
   Invitation: nodeType(Invitation, (context, ids) => listedInvitationsWithIds(context.app.sql, actorOf(context), ids)),
   // Query.customEmoji(includeDeactivated: true).
-  CustomEmoji: nodeType(CustomEmoji, (context, ids) => listCustomEmoji(context.app.prisma, actorOf(context), { includeDeactivated: true, ids })),
+  CustomEmoji: nodeType(CustomEmoji, (context, ids) =>
+    listCustomEmoji(context.app.prisma, actorOf(context), { includeDeactivated: true, ids }),
+  ),
   // Viewer.subscriptions and Query.invitableChannels.
   Channel: nodeType(Channel, async (context, ids) => {
     const actor = actorOf(context);
@@ -146,7 +150,9 @@ builder.queryFields((t) => ({
   nodes: t.field({
     type: [Node],
     nullable: { list: false, items: true },
-    description: `The objects with these global ids, in the order given, each as node answers it (null where it would be).\nAt most ${MAX_NODES} ids; one that is not a global id fails the whole field.`,
+    description:
+      'The objects with these global ids, in the order given, each as node answers it (null where it would be).\n' +
+      `At most ${MAX_NODES} ids; one that is not a global id fails the whole field.`,
     args: { ids: t.arg.idList({ required: true }) },
     resolve: (_root, args, context) =>
       domainQuery(async () => {
