@@ -76,7 +76,7 @@ test('/json: a JSON envelope, never a 5xx; no valid session -> 401; no CSRF toke
       const before = await fingerprint();
       const cookie = cookieFor(request.cookie, request.hostile);
       const csrf = csrfFor(request.csrf, request.hostile);
-      const headers: Record<string, string> = { ...(cookie && { cookie }), ...(csrf && { 'x-csrftoken': csrf }) };
+      const headers: Record<string, string> = { origin: server.url, ...(cookie && { cookie }), ...(csrf && { 'x-csrftoken': csrf }) };
       const hasBody = request.method !== 'GET';
       const query = hasBody ? '' : `?${new URLSearchParams(request.params)}`;
       // dont_block: a valid GET /events must not wait a minute for an event.
@@ -124,7 +124,7 @@ test('forms: never a 5xx; without a matching CSRF token nothing happens (no sess
       else if (fields.csrfmiddlewaretoken === form.token) delete fields.csrfmiddlewaretoken;
       const cookie = request.csrf === 'none' ? '' : cookieHeader(form.cookies);
       let body: BodyInit;
-      const headers: Record<string, string> = { cookie };
+      const headers: Record<string, string> = { cookie, origin: server.url };
       if (request.encoding === 'multipart') {
         const data = new FormData();
         for (const [name, value] of Object.entries(fields)) data.append(name, value);
