@@ -52,11 +52,13 @@ function refererOrigin(referer: string): string | undefined {
 
 /**
  * Why a state-changing request that acts on the browser's session is refused, or null: its Origin (or
- * without one, its Referer) must be the server's own (SERVER_URL's, or the one the request was sent
- * to) or allow-listed. `Origin: null` (a sandboxed or privacy-restricted page) is no trusted origin.
+ * without one, its Referer) must be the server's own or allow-listed. The server's own: SERVER_URL's,
+ * or the host the request was sent to with the scheme it arrived over (`secure`: https, as a trusted
+ * proxy says), as Django compares it. `Origin: null` (a sandboxed or privacy-restricted page) is no trusted origin.
  */
-export function untrustedSourceReason(request: Request, allowed: Set<string>, serverUrl: string): string | null {
-  const trusted = (origin: string) => allowed.has(origin) || isSameOrigin(origin, request.url, serverUrl);
+export function untrustedSourceReason(request: Request, allowed: Set<string>, serverUrl: string, secure: boolean): string | null {
+  const ownOrigins = [new URL(serverUrl).origin, `${secure ? 'https' : 'http'}://${new URL(request.url).host}`];
+  const trusted = (origin: string) => allowed.has(origin) || ownOrigins.includes(origin);
   const origin = request.headers.get('origin');
   if (origin !== null) return trusted(origin) ? null : ORIGIN_REASONS.badOrigin(origin);
   const referer = request.headers.get('referer');
@@ -71,7 +73,7 @@ export function trustedSourceRequired(allowedOrigins: string[], serverUrl: () =>
   const allowed = new Set(allowedOrigins);
   return async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
-    const reason = untrustedSourceReason(c.req.raw, allowed, serverUrl());
+    const reason = untrustedSourceReason(c.req.raw, allowed, serverUrl(), c.get('secure') ?? false);
     return reason ? refusal(reason) : next();
   };
 }
