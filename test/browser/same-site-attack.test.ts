@@ -1,6 +1,6 @@
 // signin.md Decision 7 in Chromium: a page served from another port of this host (the same site, so
-// its cookies reach this server and SameSite=Lax does not stop its form) plants a session id and CSRF
-// token of its own and posts the sign-in form with the attacker's credentials; the victim stays signed
+// its cookies reach this server and SameSite=Lax does not stop its form) reads the victim's CSRF cookie or
+// plants a session id and CSRF token of its own, and posts the sign-in form with the attacker's credentials; the victim stays signed
 // out, or signed in as themselves. GraphiQL cannot be framed by such a page, and a document put in
 // its URL fills the editor but runs only when its user clicks Run.
 import { createServer, type Server } from 'node:http';
@@ -33,7 +33,11 @@ afterAll(() => new Promise<void>((resolve) => (attacker ? attacker.close(() => r
 
 const attr = (text: string) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
 
-/** Plants `sessionid` and `csrftoken` for the sign-in path (cookies know no ports) and posts the attacker's credentials. */
+/**
+ * Posts the attacker's credentials with a CSRF token that passes the double submit: the victim's own
+ * (cookies know no ports: the page reads the CSRF cookie), or with none, a `sessionid` and `csrftoken`
+ * of its own planted for the sign-in path.
+ */
 function loginCsrfPage(): string {
   const session = 'A'.repeat(43);
   const token = csrfTokenOf(session);
@@ -43,9 +47,15 @@ function loginCsrfPage(): string {
 ${field('csrfmiddlewaretoken', token)}${field('username', admin.email)}${field('password', PASSWORD)}${field('realm', files.world.org.stringId)}${field('next', '/')}
 </form>
 <script>
-document.cookie = 'sessionid=${session}; path=/accounts/login/';
-document.cookie = 'csrftoken=${token}; path=/accounts/login/';
-document.getElementById('attack').submit();
+var form = document.getElementById('attack');
+var victims = (document.cookie.match(/(?:^|;\\s*)csrftoken=([^;]+)/) || [])[1];
+if (victims) {
+  form.csrfmiddlewaretoken.value = victims;
+} else {
+  document.cookie = 'sessionid=${session}; path=/accounts/login/';
+  document.cookie = 'csrftoken=${token}; path=/accounts/login/';
+}
+form.submit();
 </script>`;
 }
 
