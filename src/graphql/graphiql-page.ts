@@ -66,7 +66,12 @@ export function graphiqlPage(options: object, dataDir: string, beforeRoot = ''):
     const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '');
     const file = gzip ? `${path}.gz` : path;
     const { size } = await stat(file);
-    const headers: Record<string, string> = { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': String(size), Vary: 'Accept-Encoding', ...NEVER_FRAMED };
+    const headers: Record<string, string> = {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Length': String(size),
+      Vary: 'Accept-Encoding',
+      ...NEVER_FRAMED,
+    };
     if (gzip) headers['Content-Encoding'] = 'gzip';
     return new Response(Readable.toWeb(createReadStream(file)) as ReadableStream, { headers });
   };

@@ -61,7 +61,8 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
   const serving = useServer<Record<string, unknown>, ConnectionState>(
     {
       onConnect: async ({ connectionParams, extra }) => {
-        const credentials = { authorization: authorizationOf(connectionParams), sessionToken: sessionTokenInCookies(extra.request.headers.cookie, options.secure(extra.request)) };
+        const sessionToken = sessionTokenInCookies(extra.request.headers.cookie, options.secure(extra.request));
+        const credentials = { authorization: authorizationOf(connectionParams), sessionToken };
         const caller = await identifyCaller(app, credentials, options.clientAddress(extra.request));
         if (!caller.actor) return false;
         extra.credentials = credentials;

@@ -164,7 +164,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.use((c, next) => (ACCEPTS_COMPRESSION.test(c.req.header('accept-encoding') ?? '') ? compression(c, next) : next()));
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
   // Forms and /json act on the browser's session: a state-changing request must come from a trusted origin.
-  const trustedSource = (refusal: (reason: string) => Response) => trustedSourceRequired(app.config.allowedOrigins, () => app.config.serverUrl, refusal);
+  const trustedSource = (refusal: (reason: string) => Response) =>
+    trustedSourceRequired(app.config.allowedOrigins, () => app.config.serverUrl, refusal);
   http.use('/accounts/*', trustedSource(csrfRefusal));
   http.use(`${JSON_PREFIX}/*`, trustedSource(csrfFailedResponse));
   http.use('/graphql', crossOrigin);
@@ -186,7 +187,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer }, c.get('secure')));
+      const scope = { clientAddress: clientAddress(c), log: c.get('log') };
+      return await memory.answering((answer) => graphql.handle(c.req.raw, { ...scope, answer }, c.get('secure')));
     } catch (error) {
       const unavailable = database.noteFailure(error, c.get('log'));
       if (unavailable) return graphqlUnavailable(unavailable);

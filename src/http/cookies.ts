@@ -48,7 +48,11 @@ export function secureRequestOf(serverUrl: () => string, log: Logger): (forwarde
     const configured = serverUrl().startsWith('https:') ? 'https' : 'http';
     if (forwardedScheme && forwardedScheme !== configured && !warned) {
       warned = true;
-      log.warn({ serverUrl: serverUrl(), forwardedScheme }, `SERVER_URL is ${configured} but a trusted proxy forwards ${forwardedScheme} requests: cookies follow the proxy; set SERVER_URL to the address browsers use`);
+      log.warn(
+        { serverUrl: serverUrl(), forwardedScheme },
+        `SERVER_URL is ${configured} but a trusted proxy forwards ${forwardedScheme} requests: cookies follow the proxy; ` +
+          'set SERVER_URL to the address browsers use',
+      );
     }
     return (forwardedScheme ?? configured) === 'https';
   };
@@ -71,7 +75,8 @@ const tokenCookie = (request: Request, name: string): string | undefined => toke
 export const sessionTokenOf = (request: Request, secure: boolean) => tokenCookie(request, cookieNames(secure).session);
 
 /** The session token in a Cookie header (a WebSocket handshake's). */
-export const sessionTokenInCookies = (cookieHeader: string | undefined, secure: boolean) => tokensInCookies(cookieHeader, cookieNames(secure).session)[0];
+export const sessionTokenInCookies = (cookieHeader: string | undefined, secure: boolean) =>
+  tokensInCookies(cookieHeader, cookieNames(secure).session)[0];
 
 /** What a form's CSRF check knows of the browser. */
 export interface FormBrowser {
@@ -139,7 +144,8 @@ const clearedSessionCookie = (secure: boolean) => {
 /** The cookies of a new session: its token (HttpOnly), and its CSRF token (for the page's scripts). */
 export function sessionCookies(secure: boolean, session: NewSession): string[] {
   const names = cookieNames(secure);
-  return [`${names.session}=${session.token}; Max-Age=${SESSION_LIFETIME_SECONDS}; ${names.attributes}; HttpOnly`, csrfCookie(secure, session.csrfToken)];
+  const sessionCookie = `${names.session}=${session.token}; Max-Age=${SESSION_LIFETIME_SECONDS}; ${names.attributes}; HttpOnly`;
+  return [sessionCookie, csrfCookie(secure, session.csrfToken)];
 }
 
 /** Sign-out: the session cookie goes; a new CSRF token replaces the session's. */

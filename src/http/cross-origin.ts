@@ -69,7 +69,11 @@ export function untrustedSourceReason(request: Request, allowed: Set<string>, se
 }
 
 /** Refuses (with `refusal`'s answer) a state-changing request whose source is not trusted; the one check of forms and /json. */
-export function trustedSourceRequired(allowedOrigins: string[], serverUrl: () => string, refusal: (reason: string) => Response): MiddlewareHandler {
+export function trustedSourceRequired(
+  allowedOrigins: string[],
+  serverUrl: () => string,
+  refusal: (reason: string) => Response,
+): MiddlewareHandler {
   const allowed = new Set(allowedOrigins);
   return async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();

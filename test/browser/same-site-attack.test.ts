@@ -1,8 +1,9 @@
 // signin.md Decision 7 in Chromium: a page served from another port of this host (the same site, so
-// its cookies reach this server and SameSite=Lax does not stop its form) reads the victim's CSRF cookie or
-// plants a session id and CSRF token of its own, and posts the sign-in form with the attacker's credentials; the victim stays signed
-// out, or signed in as themselves. GraphiQL cannot be framed by such a page, and a document put in
-// its URL fills the editor but runs only when its user clicks Run.
+// its cookies reach this server and SameSite=Lax does not stop its form) reads the victim's CSRF
+// cookie or plants a session id and CSRF token of its own, and posts the sign-in form with the
+// attacker's credentials; the victim stays signed out, or signed in as themselves. GraphiQL cannot be
+// framed by such a page, and a document put in its URL fills the editor but runs only when its user
+// clicks Run.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page, Request } from 'playwright-core';

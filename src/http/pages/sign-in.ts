@@ -52,8 +52,10 @@ export async function formCsrf(c: Context, app: AppContext): Promise<{ token: st
   return formCsrfToken(await formBrowser(c.req.raw, secureRequest(c), app.sql));
 }
 
+type CheckedForm = { fields: Record<string, string>; browser: FormBrowser };
+
 /** A form POST's fields and browser, or the 403 page when it lacks the CSRF token its form was given. */
-export async function checkedForm(c: Context, app: AppContext): Promise<{ fields: Record<string, string>; browser: FormBrowser } | Response> {
+export async function checkedForm(c: Context, app: AppContext): Promise<CheckedForm | Response> {
   const fields = await formFields(c);
   const browser = await formBrowser(c.req.raw, secureRequest(c), app.sql);
   const refused = formCsrfFailure(browser, fields[CSRF_FIELD]);
