@@ -3,7 +3,8 @@
 // the sign-in, sign-out and password reset forms with hostile fields. Never a 5xx; /json answers a
 // JSON envelope, refuses without a valid session (401) or, for a method that changes state, without
 // the session's CSRF token (403), and a refused request writes nothing; a form POST without its CSRF
-// token begins no session and queues no e-mail. The limits are off, so a 429 fails.
+// token begins no session and queues no e-mail. The limits are off, so a 429 fails. Every request comes
+// from the server's own origin (the origin check has tests of its own: test/sessions/same-site-forms.test.ts).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { cookieHeader, givePassword, openForm, signIn, type SignedIn } from '../support/sessions.js';
