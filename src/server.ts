@@ -109,13 +109,14 @@ export async function startServer(
   const stopListening = await listenForNotifications(database.directUrl, [...cacheSubscribers(caches), rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
   if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
-  const { http, graphql } = createApp(app, { draining: () => draining }, databaseStatus);
+  const { http, graphql, secureRequest } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
   const addressOf = clientAddressOf(config.trustedProxies);
   const closeWebSockets = serveGraphQLOverWebSocket(server, app, graphql, {
     originAllowed: (origin, request) => originAllowed(origin, `http://${request.headers.host ?? config.host}${request.url ?? '/'}`),
     clientAddress: addressOf,
+    secure: secureRequest,
     draining: () => draining,
   });
   outbox?.start();

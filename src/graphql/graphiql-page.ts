@@ -11,6 +11,12 @@ import { Worker } from 'node:worker_threads';
 
 const RENDERER = '@graphql-yoga/render-graphiql';
 
+/**
+ * The page acts with the browser's session: another site's page must not frame it and steer a click
+ * onto its Run button (GraphiQL fills its editor from `?query=`, and runs nothing until clicked).
+ */
+const NEVER_FRAMED = { 'Content-Security-Policy': "frame-ancestors 'none'", 'X-Frame-Options': 'DENY' };
+
 /** Yoga's own test for a browser asking for the page (graphql-yoga's shouldRenderGraphiQL). */
 export const wantsGraphiQL = (request: Request) => request.method === 'GET' && Boolean(request.headers.get('accept')?.includes('text/html'));
 
@@ -60,7 +66,12 @@ export function graphiqlPage(options: object, dataDir: string, beforeRoot = ''):
     const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '');
     const file = gzip ? `${path}.gz` : path;
     const { size } = await stat(file);
-    const headers: Record<string, string> = { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': String(size), Vary: 'Accept-Encoding' };
+    const headers: Record<string, string> = {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Length': String(size),
+      Vary: 'Accept-Encoding',
+      ...NEVER_FRAMED,
+    };
     if (gzip) headers['Content-Encoding'] = 'gzip';
     return new Response(Readable.toWeb(createReadStream(file)) as ReadableStream, { headers });
   };

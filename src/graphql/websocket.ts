@@ -25,6 +25,8 @@ export interface WebSocketOptions {
   /** Whether a browser page of this origin may connect (src/http/cross-origin.ts). */
   originAllowed(origin: string | undefined, request: IncomingMessage): boolean;
   clientAddress(request: IncomingMessage): string;
+  /** Whether the handshake arrived over https (which names the session cookie). */
+  secure(request: IncomingMessage): boolean;
   /** Draining: new connections are refused. */
   draining(): boolean;
 }
@@ -59,7 +61,8 @@ export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graph
   const serving = useServer<Record<string, unknown>, ConnectionState>(
     {
       onConnect: async ({ connectionParams, extra }) => {
-        const credentials = { authorization: authorizationOf(connectionParams), sessionToken: sessionTokenInCookies(extra.request.headers.cookie, app.config.serverUrl) };
+        const sessionToken = sessionTokenInCookies(extra.request.headers.cookie, options.secure(extra.request));
+        const credentials = { authorization: authorizationOf(connectionParams), sessionToken };
         const caller = await identifyCaller(app, credentials, options.clientAddress(extra.request));
         if (!caller.actor) return false;
         extra.credentials = credentials;

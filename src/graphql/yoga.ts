@@ -267,9 +267,10 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     getEnveloped: yoga.getEnveloped,
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
-    async handle(request: Request, { clientAddress, log, answer }: Omit<ServerContext, 'caller'>): Promise<Response> {
+    /** `secure`: whether the request arrived over https, which names the session cookie. */
+    async handle(request: Request, { clientAddress, log, answer }: Omit<ServerContext, 'caller'>, secure: boolean): Promise<Response> {
       if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
-      const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
+      const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, secure) };
       const response = await serve(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, log, answer });
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },

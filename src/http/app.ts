@@ -1,7 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
 // sessions), the sign-in, password reset and invitation acceptance pages,
-// health check and probes, JSON 404s; a request id, the client's address and one log line per
-// request; JSON 503s while the database is unreachable.
+// health check and probes, JSON 404s; a request id, the client's address, its scheme and one log line
+// per request; JSON 503s while the database is unreachable; the origin check of forms and /json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -14,15 +14,16 @@ import { logger as processLogger, requestIdFor, requestLogger, type Logger } fro
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
 import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
-import { API_PREFIX, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
+import { API_PREFIX, csrfFailedResponse, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
-import { clientAddressOf } from './client-address.js';
-import { crossOriginRules } from './cross-origin.js';
+import { clientAddressOf, forwardedSchemeOf } from './client-address.js';
+import { secureRequestOf } from './cookies.js';
+import { crossOriginRules, trustedSourceRequired } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
-import { mountSignInPages } from './pages/sign-in.js';
+import { csrfRefusal, mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 import { memoryBudgetOf } from './memory-budget.js';
 
@@ -59,6 +60,8 @@ declare module 'hono' {
     clientAddress: string;
     /** Set by the first middleware: the request's logger (its id on every line). */
     log: Logger;
+    /** Set by the first middleware: whether the request arrived over https (the cookies' names and Secure flag). */
+    secure: boolean;
   }
 }
 
@@ -99,6 +102,8 @@ export interface HttpApp {
   http: Hono;
   /** The GraphQL door, which WebSocket connections reach too (src/graphql/websocket.ts). */
   graphql: GraphQLHandler;
+  /** Whether a request (a WebSocket's handshake too) arrived over https; undefined: served in-process. */
+  secureRequest(incoming: IncomingMessage | undefined): boolean;
 }
 
 /** `status`: the process's one status (src/server.ts shares it with the background work); a fresh one by default. */
@@ -112,6 +117,9 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
+  const forwardedScheme = forwardedSchemeOf(app.config.trustedProxies);
+  const secureByScheme = secureRequestOf(() => app.config.serverUrl, log);
+  const secureRequest = (incoming: IncomingMessage | undefined) => secureByScheme(incoming ? forwardedScheme(incoming) : undefined);
   const memory = memoryBudgetOf(app);
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
@@ -120,6 +128,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     const incoming = incomingOf(c);
     const client = incoming ? addressOf(incoming) : '';
     c.set('clientAddress', client);
+    c.set('secure', secureRequest(incoming));
     c.set('log', requestLogger(log, requestId));
     const started = performance.now();
     requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
@@ -154,6 +163,11 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const compression = compress();
   http.use((c, next) => (ACCEPTS_COMPRESSION.test(c.req.header('accept-encoding') ?? '') ? compression(c, next) : next()));
   const crossOrigin = crossOriginRules(app.config.allowedOrigins, () => app.config.serverUrl);
+  // Forms and /json act on the browser's session: a state-changing request must come from a trusted origin.
+  const trustedSource = (refusal: (reason: string) => Response) =>
+    trustedSourceRequired(app.config.allowedOrigins, () => app.config.serverUrl, refusal);
+  http.use('/accounts/*', trustedSource(csrfRefusal));
+  http.use(`${JSON_PREFIX}/*`, trustedSource(csrfFailedResponse));
   http.use('/graphql', crossOrigin);
   http.use(`${API_PREFIX}/*`, crossOrigin);
   http.use(`${JSON_PREFIX}/*`, crossOrigin);
@@ -173,7 +187,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer }));
+      const scope = { clientAddress: clientAddress(c), log: c.get('log') };
+      return await memory.answering((answer) => graphql.handle(c.req.raw, { ...scope, answer }, c.get('secure')));
     } catch (error) {
       const unavailable = database.noteFailure(error, c.get('log'));
       if (unavailable) return graphqlUnavailable(unavailable);
@@ -188,8 +203,11 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database }));
-  const jsonDoor = sessionDoor(app.config.serverUrl);
-  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door: jsonDoor }));
+  const jsonDoors = { https: sessionDoor(true), http: sessionDoor(false) };
+  http.all(`${JSON_PREFIX}/*`, (c) => {
+    const door = c.get('secure') ? jsonDoors.https : jsonDoors.http;
+    return dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door });
+  });
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error, c) => {
     const requestLog = c.get('log') ?? log;
@@ -198,5 +216,5 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     requestLog.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });
-  return { http, graphql };
+  return { http, graphql, secureRequest };
 }

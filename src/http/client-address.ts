@@ -93,3 +93,17 @@ function splitElements(header: string): string[] {
   elements.push(current);
   return elements.map((element) => element.trim());
 }
+
+/**
+ * The scheme a trusted proxy says the request arrived over (its `X-Forwarded-Proto`, the first value
+ * as Express reads it): `https`, `http`, or undefined when the peer is no trusted proxy or says nothing usable.
+ */
+export function forwardedSchemeOf(trustedProxies: string[]): (incoming: IncomingMessage) => 'https' | 'http' | undefined {
+  if (trustedProxies.length === 0) return () => undefined;
+  const trust: Trust = proxyaddr.compile(trustedProxies);
+  return (incoming) => {
+    if (!trust(incoming.socket.remoteAddress ?? '', 0)) return undefined;
+    const scheme = [incoming.headers['x-forwarded-proto']].flat()[0]?.split(',')[0]?.trim().toLowerCase();
+    return scheme === 'https' || scheme === 'http' ? scheme : undefined;
+  };
+}

@@ -49,13 +49,16 @@ export const API_DOOR: Door = {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** /json: the session only; a method that changes state needs the session's CSRF token in X-CSRFToken. */
-export function sessionDoor(serverUrl: string): Door {
+/**
+ * /json: the session only (its cookie named for the request's scheme); a method that changes state
+ * needs the session's own CSRF token in X-CSRFToken (a token planted in the CSRF cookie is not it).
+ */
+export function sessionDoor(secure: boolean): Door {
   return {
     prefix: JSON_PREFIX,
     serves: (route) => !route.apiOnly,
     async authenticate(request, app, clientAddress) {
-      const token = sessionTokenOf(request, serverUrl);
+      const token = sessionTokenOf(request, secure);
       if (!token) throw sessionRequired();
       const session = await authenticateSession(app, token, clientAddress);
       if (!SAFE_METHODS.has(request.method)) {
@@ -70,6 +73,9 @@ export function sessionDoor(serverUrl: string): Door {
 function csrfError(reason: string): DomainError {
   return new DomainError(`CSRF error: ${reason}`, { code: 'CSRF_FAILED', status: 403, data: { reason } });
 }
+
+/** The 403 of a /json request refused for CSRF (the origin check's too). */
+export const csrfFailedResponse = (reason: string): Response => errorResponse(csrfError(reason));
 
 function declaredMethods(route: RestRoute): string[] {
   const methods = Object.keys({ ...route.publicMethods, ...route.methods });

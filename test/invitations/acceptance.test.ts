@@ -25,7 +25,7 @@ const open = async (key: string) => {
   return { status: response.status, type: response.headers.get('content-type'), body: await response.text() };
 };
 const submit = async (key: string, fullName: string, password = 'lighthouse-keeper-42') => {
-  const response = await fetch(link(key), { method: 'POST', body: new URLSearchParams({ full_name: fullName, password }) });
+  const response = await fetch(link(key), { method: 'POST', headers: { origin: server.url }, body: new URLSearchParams({ full_name: fullName, password }) });
   return { status: response.status, body: await response.text() };
 };
 const apiKeyOn = (page: string) => /<code id="api-key">([A-Za-z0-9]{32})<\/code>/.exec(page)?.[1];

@@ -289,7 +289,7 @@ describe('recipients and triggers', () => {
     const refused = await invite(world, 'member', 'fay@example.net, gus@example.net');
     expect(refused.body).toMatchObject({ result: 'error', code: 'INVITATION_FAILED', daily_limit_reached: true });
     await runOnTestDatabase(`UPDATE invitation SET "expiresAt" = now() - interval '1 minute' WHERE id = $1`, [invitation.id]);
-    const expired = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, { method: 'POST', body: new URLSearchParams({ full_name: 'Eve', password: 'lighthouse-keeper-42' }) });
+    const expired = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, { method: 'POST', headers: { origin: server.url }, body: new URLSearchParams({ full_name: 'Eve', password: 'lighthouse-keeper-42' }) });
     expect(expired.status).toBe(410);
     await marker(world);
     expect(types(await eventsOf(world, 'member', queues.member))).toEqual(['realm_emoji']);
@@ -317,6 +317,7 @@ describe('recipients and triggers', () => {
     const queue = await register(world, 'member');
     const accepted = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, {
       method: 'POST',
+      headers: { origin: server.url },
       body: new URLSearchParams({ full_name: 'Dee', password: 'lighthouse-keeper-42' }),
     });
     expect(accepted.status).toBe(200);

@@ -95,6 +95,7 @@ describe('row 5: NUL characters', () => {
     const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: w.org.id, email: 'nul-accept@example.net' } });
     const answer = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, {
       method: 'POST',
+      headers: { origin: server.url },
       body: new URLSearchParams({ full_name: 'Ann\u0000Smith', password: 'lighthouse-keeper-42' }),
     });
     expect(answer.status).toBe(400);

@@ -3,7 +3,8 @@
 // the sign-in, sign-out and password reset forms with hostile fields. Never a 5xx; /json answers a
 // JSON envelope, refuses without a valid session (401) or, for a method that changes state, without
 // the session's CSRF token (403), and a refused request writes nothing; a form POST without its CSRF
-// token begins no session and queues no e-mail. The limits are off, so a 429 fails.
+// token begins no session and queues no e-mail. The limits are off, so a 429 fails. Every request comes
+// from the server's own origin (the origin check has tests of its own: test/sessions/same-site-forms.test.ts).
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { cookieHeader, givePassword, openForm, signIn, type SignedIn } from '../support/sessions.js';
@@ -76,7 +77,7 @@ test('/json: a JSON envelope, never a 5xx; no valid session -> 401; no CSRF toke
       const before = await fingerprint();
       const cookie = cookieFor(request.cookie, request.hostile);
       const csrf = csrfFor(request.csrf, request.hostile);
-      const headers: Record<string, string> = { ...(cookie && { cookie }), ...(csrf && { 'x-csrftoken': csrf }) };
+      const headers: Record<string, string> = { origin: server.url, ...(cookie && { cookie }), ...(csrf && { 'x-csrftoken': csrf }) };
       const hasBody = request.method !== 'GET';
       const query = hasBody ? '' : `?${new URLSearchParams(request.params)}`;
       // dont_block: a valid GET /events must not wait a minute for an event.
@@ -124,7 +125,7 @@ test('forms: never a 5xx; without a matching CSRF token nothing happens (no sess
       else if (fields.csrfmiddlewaretoken === form.token) delete fields.csrfmiddlewaretoken;
       const cookie = request.csrf === 'none' ? '' : cookieHeader(form.cookies);
       let body: BodyInit;
-      const headers: Record<string, string> = { cookie };
+      const headers: Record<string, string> = { cookie, origin: server.url };
       if (request.encoding === 'multipart') {
         const data = new FormData();
         for (const [name, value] of Object.entries(fields)) data.append(name, value);

@@ -44,7 +44,7 @@ async function requestReset(email: string, client = newClient()): Promise<Respon
   return fetch(RESET(), {
     method: 'POST',
     redirect: 'manual',
-    headers: { cookie: cookieHeader(form.cookies), 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': client },
+    headers: { cookie: cookieHeader(form.cookies), 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': client, origin: server.url },
     body: new URLSearchParams({ csrfmiddlewaretoken: form.token, email }),
   });
 }

@@ -35,6 +35,8 @@ async function callJson(path: string, init: { method?: string; cookie?: string; 
   const response = await fetch(`${server.url}/json${path}`, {
     method: init.method ?? 'GET',
     headers: {
+      // A page's fetch sends its origin with every request but GET and HEAD.
+      ...(init.method && init.method !== 'GET' && { origin: server.url }),
       ...(init.cookie && { cookie: init.cookie }),
       ...(init.csrfToken && { 'x-csrftoken': init.csrfToken }),
       ...(init.authorization && { authorization: init.authorization }),
@@ -172,7 +174,7 @@ describe('/graphql with the session', () => {
 
 describe('uploads with the session', () => {
   const upload = (path: string, session: SignedIn, headers: Record<string, string>, form: FormData) =>
-    fetch(`${server.url}${path}`, { method: 'POST', headers: { cookie: session.cookie, ...headers }, body: form });
+    fetch(`${server.url}${path}`, { method: 'POST', headers: { cookie: session.cookie, origin: server.url, ...headers }, body: form });
 
   test('a GraphQL multipart upload runs on the cookie (with the CSRF header every multipart request needs)', async () => {
     const { world, session } = await signedInWorld();

@@ -205,7 +205,8 @@ describe('with an https SERVER_URL', () => {
     expect(setCookieHeader(opened, '__Host-csrftoken')).toMatch(/^__Host-csrftoken=[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/; Secure; SameSite=Lax$/);
     const token = setCookies(opened).get('__Host-csrftoken')!;
     const fields = { csrfmiddlewaretoken: token, username: world.users.member.email, password: PASSWORD, realm: world.org.stringId, next: '' };
-    const response = await postForm(url, fields, { '__Host-csrftoken': token });
+    // The browser is at SERVER_URL's origin.
+    const response = await postForm(url, fields, { '__Host-csrftoken': token }, 'https://chat.example');
     expect(response.status).toBe(303);
     expect(setCookieHeader(response, '__Host-sessionid')).toMatch(/^__Host-sessionid=[A-Za-z0-9_-]{43}; Max-Age=1209600; Path=\/; Secure; SameSite=Lax; HttpOnly$/);
     const session = setCookies(response).get('__Host-sessionid')!;

@@ -39,12 +39,15 @@ export async function openForm(url: string, cookies: Record<string, string> = {}
   return { token: formCsrfToken(page), cookies: { ...cookies, ...Object.fromEntries(setCookies(response)) }, page };
 }
 
-/** POST a form as a browser does: urlencoded, with the cookies, not following the redirect. */
-export function postForm(url: string, fields: Record<string, string>, cookies: Record<string, string> = {}): Promise<Response> {
+/**
+ * POST a form as a browser does: urlencoded, with the cookies and the page's Origin (a browser sends
+ * it with every POST: the server's own unless `origin` says another), not following the redirect.
+ */
+export function postForm(url: string, fields: Record<string, string>, cookies: Record<string, string> = {}, origin = new URL(url).origin): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     redirect: 'manual',
-    headers: { cookie: cookieHeader(cookies), 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { cookie: cookieHeader(cookies), 'content-type': 'application/x-www-form-urlencoded', origin },
     body: new URLSearchParams(fields),
   });
 }

@@ -3,11 +3,15 @@ import { html, trustedHtml, type HtmlFragment } from '../../domain/email/html.js
 
 const HEADERS: Record<string, string> = {
   'Content-Type': 'text/html; charset=utf-8',
-  // Pages can show an API key: never cache them, never leak their URL (it holds the confirmation key).
+  // Pages can show an API key: never cache them, never leak their URL (it holds the confirmation key)
+  // to another site. `same-origin` rather than `no-referrer`: under `no-referrer` a browser sends
+  // `Origin: null` with the page's own form POSTs, which the origin check must refuse.
   'Cache-Control': 'no-store',
-  'Referrer-Policy': 'no-referrer',
+  'Referrer-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
+  // Never inside another page's frame (clickjacking): CSP for today's browsers, X-Frame-Options for older ones.
   'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Frame-Options': 'DENY',
 };
 
 const STYLE = `

@@ -6,9 +6,8 @@ import type { AppContext } from '../../app-context.js';
 import { completePasswordReset, INVALID_LINK, requestPasswordReset, resetLinkAccount, type ResetLink } from '../../domain/auth/password-reset.js';
 import { html } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
-import { formCsrfFailure } from '../cookies.js';
 import { page, redirect } from './layout.js';
-import { CSRF_FIELD, csrfRefusal, FORM_LIMIT, formCsrf, formFields, LOGIN_PATH } from './sign-in.js';
+import { checkedForm, CSRF_FIELD, FORM_LIMIT, formCsrf, LOGIN_PATH } from './sign-in.js';
 
 export const RESET_PATH = '/accounts/password/reset/';
 export const RESET_DONE_PATH = '/accounts/password/reset/done/';
@@ -64,22 +63,22 @@ const completePage = () =>
 const linkOf = (c: Context): ResetLink => ({ uid: c.req.param('uid') ?? '', token: c.req.param('token') ?? '' });
 
 async function submitRequest(app: AppContext, c: Context): Promise<Response> {
-  const fields = await formFields(c);
-  const refused = formCsrfFailure(c.req.raw, app.config.serverUrl, fields[CSRF_FIELD]);
-  if (refused) return csrfRefusal(refused);
+  const checked = await checkedForm(c, app);
+  if (checked instanceof Response) return checked;
+  const { fields } = checked;
   await requestPasswordReset(app, { email: fields.email ?? '', clientAddress: c.get('clientAddress') ?? '' });
   return redirect(RESET_DONE_PATH);
 }
 
 async function showLink(app: AppContext, c: Context): Promise<Response> {
   const account = await resetLinkAccount(app, linkOf(c));
-  return account ? newPasswordPage(formCsrf(c, app.config.serverUrl), account.email) : invalidLinkPage();
+  return account ? newPasswordPage(await formCsrf(c, app), account.email) : invalidLinkPage();
 }
 
 async function submitNewPassword(app: AppContext, c: Context): Promise<Response> {
-  const fields = await formFields(c);
-  const refused = formCsrfFailure(c.req.raw, app.config.serverUrl, fields[CSRF_FIELD]);
-  if (refused) return csrfRefusal(refused);
+  const checked = await checkedForm(c, app);
+  if (checked instanceof Response) return checked;
+  const { fields } = checked;
   const link = linkOf(c);
   try {
     await completePasswordReset(app, link, { password1: fields.new_password1 ?? '', password2: fields.new_password2 ?? '' });
@@ -88,12 +87,12 @@ async function submitNewPassword(app: AppContext, c: Context): Promise<Response>
     if (!(error instanceof DomainError)) throw error;
     if (error.notFound) return invalidLinkPage();
     const account = await resetLinkAccount(app, link);
-    return account ? newPasswordPage(formCsrf(c, app.config.serverUrl), account.email, error.message) : invalidLinkPage();
+    return account ? newPasswordPage(await formCsrf(c, app), account.email, error.message) : invalidLinkPage();
   }
 }
 
 export function mountPasswordResetPages(http: Hono, app: AppContext): void {
-  http.get(RESET_PATH, (c) => requestPage(formCsrf(c, app.config.serverUrl)));
+  http.get(RESET_PATH, async (c) => requestPage(await formCsrf(c, app)));
   http.post(RESET_PATH, FORM_LIMIT, (c) => submitRequest(app, c));
   http.get(RESET_PAGE_PATH, (c) => (c.req.path === RESET_DONE_PATH ? donePage() : c.notFound()));
   http.get(RESET_LINK_PATH, (c) => showLink(app, c));

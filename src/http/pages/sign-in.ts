@@ -1,6 +1,7 @@
 // The sign-in and sign-out pages (signin.md section 4): GET /accounts/login/ shows the form, POST
 // signs in (signInWithPassword, the same rules as fetch_api_key) and begins a browser session;
-// POST /accounts/logout/ ends it. Every POST carries the CSRF token its form was given.
+// POST /accounts/logout/ ends it. Every POST carries the CSRF token its form was given (and passed
+// the origin check every form POST goes through first: src/http/cross-origin.ts).
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../../app-context.js';
@@ -8,7 +9,7 @@ import { beginSession, endSession } from '../../domain/auth/sessions.js';
 import { signInWithPassword } from '../../domain/auth/sign-in.js';
 import { html, type HtmlFragment } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
-import { endedSessionCookies, expectedCsrfToken, formCsrfFailure, csrfCookie, sessionCookies, sessionTokenOf } from '../cookies.js';
+import { endedSessionCookies, formBrowser, formCsrfFailure, formCsrfToken, sessionCookies, type FormBrowser } from '../cookies.js';
 import { errorPage, page, redirect } from './layout.js';
 
 export const LOGIN_PATH = '/accounts/login/';
@@ -43,10 +44,22 @@ export function csrfRefusal(reason: string): Response {
   return errorPage('Forbidden', `CSRF verification failed. Request aborted. (${reason})`, 403);
 }
 
-/** The CSRF token a new form carries, and the cookie to set when the browser has none yet. */
-export function formCsrf(c: Context, serverUrl: string): { token: string; cookies: string[] } {
-  const { token, fresh } = expectedCsrfToken(c.req.raw, serverUrl);
-  return { token, cookies: fresh ? [csrfCookie(serverUrl, token)] : [] };
+/** Whether the request arrived over https (set by the app's first middleware). */
+export const secureRequest = (c: Context): boolean => c.get('secure') ?? false;
+
+/** The CSRF token a new form carries, and the cookies to set (a CSRF cookie when the browser has none yet). */
+export async function formCsrf(c: Context, app: AppContext): Promise<{ token: string; cookies: string[] }> {
+  return formCsrfToken(await formBrowser(c.req.raw, secureRequest(c), app.sql));
+}
+
+type CheckedForm = { fields: Record<string, string>; browser: FormBrowser };
+
+/** A form POST's fields and browser, or the 403 page when it lacks the CSRF token its form was given. */
+export async function checkedForm(c: Context, app: AppContext): Promise<CheckedForm | Response> {
+  const fields = await formFields(c);
+  const browser = await formBrowser(c.req.raw, secureRequest(c), app.sql);
+  const refused = formCsrfFailure(browser, fields[CSRF_FIELD]);
+  return refused ? csrfRefusal(refused) : { fields, browser };
 }
 
 interface LoginForm {
@@ -87,9 +100,9 @@ function failureWords(error: DomainError, username: string): string {
 
 async function submitLogin(app: AppContext, c: Context): Promise<Response> {
   const serverUrl = app.config.serverUrl;
-  const fields = await formFields(c);
-  const refused = formCsrfFailure(c.req.raw, serverUrl, fields[CSRF_FIELD]);
-  if (refused) return csrfRefusal(refused);
+  const checked = await checkedForm(c, app);
+  if (checked instanceof Response) return checked;
+  const { fields, browser } = checked;
   const form: LoginForm = { username: fields.username ?? '', realm: fields.realm ?? '', next: fields.next ?? '' };
   try {
     const actor = await signInWithPassword(app, {
@@ -99,28 +112,26 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
       clientAddress: c.get('clientAddress') ?? '',
     });
     // A session the browser held before (perhaps someone else's) ends: one session per sign-in.
-    const previous = sessionTokenOf(c.req.raw, serverUrl);
-    if (previous) await endSession(app.sql, previous);
+    if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
     const session = await beginSession(app.sql, actor.id);
-    return redirect(localPath(form.next, serverUrl), sessionCookies(serverUrl, session));
+    return redirect(localPath(form.next, serverUrl), sessionCookies(browser.secure, session));
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     // A busy server's refusal keeps its status (503, Retry-After); every other failure is the form again.
     const status = error.status >= 500 ? error.status : 200;
-    const response = loginPage(formCsrf(c, serverUrl), { ...form, problem: failureWords(error, form.username.trim()) }, status);
+    const response = loginPage(formCsrfToken(browser), { ...form, problem: failureWords(error, form.username.trim()) }, status);
     for (const [name, value] of Object.entries(status >= 500 ? error.headers : {})) response.headers.set(name, value);
     return response;
   }
 }
 
 async function submitLogout(app: AppContext, c: Context): Promise<Response> {
-  const serverUrl = app.config.serverUrl;
-  const fields = await formFields(c);
-  const refused = formCsrfFailure(c.req.raw, serverUrl, fields[CSRF_FIELD]);
-  if (refused) return csrfRefusal(refused);
-  const token = sessionTokenOf(c.req.raw, serverUrl);
-  if (token) await endSession(app.sql, token);
-  return redirect(LOGIN_PATH, endedSessionCookies(serverUrl));
+  const checked = await checkedForm(c, app);
+  if (checked instanceof Response) return checked;
+  // Only a session that exists (its CSRF token checked) ends: a made-up cookie's form ends nothing.
+  const { browser } = checked;
+  if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
+  return redirect(LOGIN_PATH, endedSessionCookies(browser.secure));
 }
 
 const postOnly = () => {
@@ -130,7 +141,7 @@ const postOnly = () => {
 };
 
 export function mountSignInPages(http: Hono, app: AppContext): void {
-  http.get(LOGIN_PATH, (c) => loginPage(formCsrf(c, app.config.serverUrl), { username: '', realm: '', next: c.req.query('next') ?? '' }));
+  http.get(LOGIN_PATH, async (c) => loginPage(await formCsrf(c, app), { username: '', realm: '', next: c.req.query('next') ?? '' }));
   http.post(LOGIN_PATH, FORM_LIMIT, (c) => submitLogin(app, c));
   http.post(LOGOUT_PATH, FORM_LIMIT, (c) => submitLogout(app, c));
   http.get(LOGOUT_PATH, postOnly);
