@@ -1,6 +1,6 @@
 // What every service call needs from the running application.
 import type { Config } from './config.js';
-import type { Prisma } from './db/database.js';
+import type { DatabaseClient } from './db/database.js';
 import type { Sql } from './db/sql.js';
 import type { AuthCache } from './domain/auth/auth-cache.js';
 import type { PermissionCache } from './domain/permissions/permission-cache.js';
@@ -13,7 +13,7 @@ import type { EventPolls } from './domain/events/long-polls.js';
 import type { EventStreams } from './domain/events/streams.js';
 
 export interface AppContext {
-  prisma: Prisma;
+  prisma: DatabaseClient;
   /** The hot paths' hand-written statements, on Prisma's connection pool. */
   sql: Sql;
   config: Config;

@@ -5,7 +5,7 @@ import { openStorage } from '../../src/storage/open-storage.js';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
-import type { Prisma } from '../../src/db/database.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 import { cacheSubscribers, createProcessCaches } from '../../src/process-caches.js';
 import { listenForNotifications } from '../../src/db/notifications.js';
 import { DEFAULT_FAILED_LOGIN_RULE, RateLimiter } from '../../src/domain/auth/rate-limit.js';
@@ -23,7 +23,7 @@ export async function startCountingApp() {
   const statements = countStatements();
   const pool = new pg.Pool({ connectionString });
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
-  const prisma = client as unknown as Prisma;
+  const prisma = client as unknown as DatabaseClient;
   // As in the server with API_RATE_LIMIT=off: authenticated users and what permission checks read are
   // cached, and dropped when the database notifies a change; failed-login lockouts are known from
   // notifications too.

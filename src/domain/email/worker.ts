@@ -13,7 +13,7 @@
 // batch), and the worker lets waiting requests run between two e-mails.
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
 import { logger } from '../../logging.js';
 import { countDeliveries } from '../../metrics/outbox.js';
@@ -89,7 +89,7 @@ export class OutboxWorker {
   private lastOrganization = 0;
 
   constructor(
-    private readonly prisma: Prisma,
+    private readonly prisma: DatabaseClient,
     private readonly transport: MailTransport,
     options: Partial<OutboxOptions> = {},
   ) {
