@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import parseForwarded from 'forwarded-parse';
 import proxyaddr from 'proxy-addr';
 import { StartupError } from '../startup-error.js';
+import type { Context } from 'hono';
 
 type Trust = (address: string, hop: number) => boolean;
 
@@ -93,3 +94,6 @@ function splitElements(header: string): string[] {
   elements.push(current);
   return elements.map((element) => element.trim());
 }
+
+/** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
+export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';

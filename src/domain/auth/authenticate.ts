@@ -6,17 +6,9 @@ import { DomainError, unauthorized } from '../errors.js';
 import type { AuthCache } from './auth-cache.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 import { readSession, type SessionOf } from './sessions.js';
+import type { Actor } from './actor.js';
 
-export interface Actor {
-  id: number;
-  organizationId: number;
-  email: string;
-  fullName: string;
-  role: number;
-  isBot: boolean;
-  botType: number | null;
-  dateJoined: Date;
-}
+export type { Actor } from './actor.js';
 
 export const NOT_LOGGED_IN = 'Not logged in: API authentication or user session required';
 
