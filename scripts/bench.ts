@@ -1,6 +1,6 @@
 // npm run bench [-- --quick]: the real server and the floor (scripts/bench/floor.ts) side by side on
 // the same data, alternately, under autocannon; writes bench/results/<stamp>.{json,md}.
-// See the README's "Benchmark" section.
+// See docs/guide/performance.md.
 import { execFile } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

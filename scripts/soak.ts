@@ -1,4 +1,4 @@
-// npm run soak [-- --minutes N] [-- --seed S]: the fault soak (see the README's "Fault soak").
+// npm run soak [-- --minutes N] [-- --seed S]: the fault soak (see docs/guide/operations.md, "The fault soak").
 // Two server processes, started as `npm start` starts them, on a fresh database beside DATABASE_URL's
 // (through PgBouncer when DATABASE_DIRECT_URL is also given, as the servers then use both), each
 // through a TCP proxy of the soak; a real SMTP receiver; a mixed workload from the users of several
@@ -212,7 +212,7 @@ async function main() {
     await liveClientsCaughtUp(db, liveClients);
     // Bytes a killed process left without a row (an upload stored, not committed; a deletion committed,
     // its bytes not yet removed) are the file sweep's to remove: run it now, with no grace, as an
-    // operator would (README, "Uploads": npm run cli -- sweep-files).
+    // operator would (docs/guide/operations.md, "Storage": npm run cli -- sweep-files).
     await sweepFiles({ ...cliEnv, DATA_DIR: join(workDir, 'servers'), UPLOADS_DIR: join(workDir, 'uploads') }).catch((error: Error) => history.violation(`the file sweep failed: ${error.message}`));
     for (const client of liveClients) client.stop();
 

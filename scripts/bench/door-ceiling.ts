@@ -3,8 +3,8 @@
 // every middleware (request id and log line, body limits, compression, cross-origin rules, the
 // database's state) and the memory budget's hold on GraphQL answers, compared with the build itself
 // and the floor by compare-builds. No door of our own could cost less than none, so the copy's
-// ratio to the floor is the most replacing hono could give (the eleventh session's measurement
-// behind the README's "without a door" figures).
+// ratio to the floor is the most replacing hono could give (the measurement behind
+// docs/guide/performance.md's "Where the remaining gap is").
 //   npm run build && npx tsx scripts/bench/door-ceiling.ts <kind>... (after compare-builds' setup)
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // PostgreSQL's and the driver's CPU per statement for the lists' own statements, sent unnamed (as
 // the server, the floor and the database-bound limit send them) and named (prepared once per
-// connection), alternately, by 4 clients: the tenth session's measurement behind the README's
-// "prepared statements". Runs on compare-builds' database (`compare-builds.ts setup` first).
+// connection), alternately, by 4 clients: the measurement behind docs/guide/performance.md's
+// "Prepared statements". Runs on compare-builds' database (`compare-builds.ts setup` first).
 //   npx tsx scripts/bench/prepared-statements.ts
 import { readFileSync } from 'node:fs';
 import pg from 'pg';

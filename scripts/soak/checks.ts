@@ -103,7 +103,7 @@ async function storedFiles(root: string): Promise<Map<string, number>> {
 const REDELIVERY_WINDOW_S = 10;
 
 /**
- * Delivery is at least once (README, "E-mail"): every invitation's e-mail arrived, all its copies carry
+ * Delivery is at least once (docs/guide/operations.md, "E-mail"): every invitation's e-mail arrived, all its copies carry
  * the same Message-ID, and a second copy only for a message whose delivery overlapped a fault (a
  * process killed, the database cut or its backends terminated between the mail server's acceptance
  * and the row's SENT). None arrived for an address without an invitation. Returns the re-deliveries.

@@ -1,4 +1,4 @@
-// The README's examples for frontend authors (docs/examples/frontend), run as a frontend runs them:
+// The frontend examples (docs/examples/frontend, docs/guide/frontend.md), run as a frontend runs them:
 // against a server that runs their manifest's documents only (GRAPHQL_TRUSTED_ONLY), as a member
 // and an administrator who are not allowed any other document.
 import { fileURLToPath } from 'node:url';

@@ -3,7 +3,7 @@
 import type { AppContext } from '../../app-context.js';
 import { Parameters, type Sql } from '../../db/sql.js';
 import { fileKey } from '../uploads/paths.js';
-import { isRowId } from '../ids.js';
+import { distinctRowIds, isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 import type { Logger } from '../../logging.js';
@@ -101,6 +101,21 @@ export function ownAttachmentsWithMessagesList(sql: Sql, actor: Actor): KeysetLi
 export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachmentId: number): Promise<OwnAttachmentWithMessages | null> {
   const [file] = await ownAttachmentsWithMessagesList(sql, actor).read({ after: { key: [attachmentId], inclusive: true }, backward: false, limit: 1 });
   return file?.id === attachmentId ? file : null;
+}
+
+/**
+ * Those of `ids` that are the caller's own files, as the list with messages has them, by ascending id:
+ * the list's own statement, its page narrowed to the ids. Any other id (another user's file, another
+ * organization's, none at all) names nothing.
+ */
+export async function ownAttachmentsWithMessagesWithIds(sql: Sql, actor: Actor, ids: number[]): Promise<OwnAttachmentWithMessages[]> {
+  const rowIds = distinctRowIds(ids);
+  if (rowIds.length === 0) return [];
+  const parameters = new Parameters([actor.id, actor.organizationId]);
+  const seek = seekSql(OWN_FILES_ORDER, { backward: false, limit: rowIds.length }, parameters);
+  const narrowed = { ...seek, where: `${seek.where} AND id = ANY(${parameters.add(rowIds)}::int[])` };
+  const rows = await sql.rows<OwnAttachmentRow>(ownAttachmentsStatement(true, narrowed), parameters.values);
+  return rows.filter((row) => row.id !== null).map(withMessages);
 }
 
 /** The caller's files by ascending id. */

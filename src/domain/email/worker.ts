@@ -16,7 +16,6 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import type { DatabaseClient } from '../../db/database.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
 import { logger } from '../../logging.js';
-import { countDeliveries } from '../../metrics/outbox.js';
 import type { MailTransport } from './transport.js';
 
 export interface OutboxOptions {
@@ -87,6 +86,8 @@ export class OutboxWorker {
   private averageDeliveryMs = ASSUMED_DELIVERY_MS;
   /** The organization served last: the next batch starts with the organizations after it. */
   private lastOrganization = 0;
+  /** Told after each batch how many e-mails went out and how many attempts failed (the server's metrics). */
+  onDeliveries: ((sent: number, failed: number) => void) | undefined;
 
   constructor(
     private readonly prisma: DatabaseClient,
@@ -152,7 +153,7 @@ export class OutboxWorker {
       await nextTurn();
     }
     await this.markSent(sent);
-    countDeliveries(this, sent.length, failed);
+    this.onDeliveries?.(sent.length, failed);
     await this.release(claimed.slice(attempted));
     return { claimed: claimed.length, sent: sent.length, failed, full: claimed.length === limit };
   }

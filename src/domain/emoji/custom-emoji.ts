@@ -4,6 +4,7 @@ import type { DatabaseClient } from '../../db/database.js';
 import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
+import { distinctRowIds } from '../ids.js';
 import { isAdministrator } from '../users/roles.js';
 import { insertEventSql } from '../events/log.js';
 import { emojiImagePath, emojiStillPath } from '../uploads/paths.js';
@@ -66,10 +67,21 @@ export async function realmEmojiDicts(prisma: DatabaseClient, organizationId: nu
   return Object.fromEntries(emoji.map((e) => [String(e.id), emojiDict(e)]));
 }
 
-/** The caller's organization's custom emoji, by ascending id. Any authenticated user may list them. */
-export async function listCustomEmoji(prisma: DatabaseClient, actor: Actor, options: { includeDeactivated: boolean }): Promise<CustomEmojiRecord[]> {
+/**
+ * The caller's organization's custom emoji, by ascending id; with `ids`, only those among them. Any
+ * authenticated user may list them.
+ */
+export async function listCustomEmoji(
+  prisma: DatabaseClient,
+  actor: Actor,
+  options: { includeDeactivated: boolean; ids?: number[] },
+): Promise<CustomEmojiRecord[]> {
   return prisma.customEmoji.findMany({
-    where: { organizationId: actor.organizationId, ...(options.includeDeactivated ? {} : { deactivated: false }) },
+    where: {
+      organizationId: actor.organizationId,
+      ...(options.includeDeactivated ? {} : { deactivated: false }),
+      ...(options.ids && { id: { in: distinctRowIds(options.ids) } }),
+    },
     orderBy: { id: 'asc' },
     select: RECORD,
   });

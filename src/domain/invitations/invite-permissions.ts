@@ -18,6 +18,17 @@ export function assertMayUseInvitations(actor: Actor): void {
   if (actor.botType !== null) throw badRequest('This endpoint does not accept bot requests.');
 }
 
+/** Whether assertMayUseInvitations lets the actor through. */
+export function mayUseInvitations(actor: Actor): boolean {
+  try {
+    assertMayUseInvitations(actor);
+    return true;
+  } catch (error) {
+    if (error instanceof DomainError) return false;
+    throw error;
+  }
+}
+
 /** Decision 1: owners invite anyone; administrators up to administrator; moderators up to moderator. */
 export function assertMayInviteAs(actor: Actor, inviteAs: number): void {
   if (inviteAs === ROLE.OWNER && actor.role !== ROLE.OWNER) {

@@ -6,9 +6,9 @@ import { Parameters, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmail } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
-import { isRowId } from '../ids.js';
+import { distinctRowIds, isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
-import { assertMayUseInvitations } from './invite-permissions.js';
+import { assertMayUseInvitations, mayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction, type Transaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
@@ -74,6 +74,17 @@ export function invitationViewList(sql: Sql, actor: Actor, options: InvitationLi
   };
 }
 
+/**
+ * Those of `ids` that Query.invitations(includeInactive: true) lists to the actor, with their
+ * referrers: the list's own filter and statement, narrowed to the ids. None for those who may list none.
+ */
+export async function listedInvitationsWithIds(sql: Sql, actor: Actor, ids: number[], now = new Date()): Promise<InvitationView[]> {
+  const rowIds = distinctRowIds(ids);
+  if (rowIds.length === 0 || !mayUseInvitations(actor)) return [];
+  const list = invitationList(sql, actor, { includeInactive: true, withReferrers: true, order: NEWEST_FIRST, ids: rowIds }, now);
+  return viewsOf(await list.read({ backward: false, limit: rowIds.length }), now);
+}
+
 /** The referrer's columns of a row read withReferrers. */
 interface ReferrerColumns {
   referrerEmail: string;
@@ -104,7 +115,7 @@ function referrerOf(row: ListedColumns & ReferrerColumns, seen: Map<number, User
 const NEWEST_FIRST: KeysetOrder = { name: 'invitation', columns: [millisecondsColumn('"invitedAt"'), idColumn()], descending: true };
 const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColumn()], descending: false };
 
-type ListOptions = { includeInactive: boolean; withReferrers?: boolean; withNotifyFlags?: boolean; order: KeysetOrder };
+type ListOptions = { includeInactive: boolean; withReferrers?: boolean; withNotifyFlags?: boolean; order: KeysetOrder; ids?: number[] };
 
 /** The invitations the actor may list, in one of the two orders, read by keyset. */
 function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<Row> {
@@ -124,12 +135,20 @@ function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: 
   };
 }
 
-/** Administrators see the organization's invitations; others their own. Inactive ones only when asked for. */
-function listFilter(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, options: Pick<ListOptions, 'includeInactive'>, now: Date) {
+/**
+ * Administrators see the organization's invitations; others their own. Inactive ones only when asked
+ * for; with `ids`, only those among them.
+ */
+function listFilter(
+  actor: Pick<Actor, 'id' | 'organizationId' | 'role'>,
+  options: Pick<ListOptions, 'includeInactive' | 'ids'>,
+  now: Date,
+) {
   const parameters = new Parameters();
   const where = `"organizationId" = ${parameters.add(actor.organizationId)}
     ${isAdministrator(actor.role) ? '' : `AND "referrerId" = ${parameters.add(actor.id)}`}
-    ${options.includeInactive ? '' : `AND status = 'PENDING' AND ("expiresAt" IS NULL OR "expiresAt" > ${parameters.add(now.toISOString())}::timestamp(3))`}`;
+    ${options.includeInactive ? '' : `AND status = 'PENDING' AND ("expiresAt" IS NULL OR "expiresAt" > ${parameters.add(now.toISOString())}::timestamp(3))`}
+    ${options.ids ? `AND id = ANY(${parameters.add(options.ids)}::int[])` : ''}`;
   return { where, parameters };
 }
 
