@@ -1,19 +1,16 @@
-// What every service call needs from the running application.
+// What every service call needs from the running application. What only the doors and the server
+// use besides (metrics, the memory budget, the event queues) is the ServerContext (server-context.ts).
 import type { Config } from './config.js';
-import type { Prisma } from './db/database.js';
+import type { DatabaseClient } from './db/database.js';
 import type { Sql } from './db/sql.js';
 import type { AuthCache } from './domain/auth/auth-cache.js';
 import type { PermissionCache } from './domain/permissions/permission-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
-import type { ServerMetrics } from './metrics/metrics.js';
-import type { MemoryBudget } from './http/memory-budget.js';
-import type { EventPolls } from './domain/events/long-polls.js';
-import type { EventStreams } from './domain/events/streams.js';
 
 export interface AppContext {
-  prisma: Prisma;
+  prisma: DatabaseClient;
   /** The hot paths' hand-written statements, on Prisma's connection pool. */
   sql: Sql;
   config: Config;
@@ -28,12 +25,4 @@ export interface AppContext {
   storage: FileStorage;
   /** Where this application logs; default: the process's logger (src/logging.ts). */
   log?: Logger;
-  /** This server's metrics; absent when they are off (METRICS_TOKEN and METRICS_PORT unset). */
-  metrics?: ServerMetrics;
-  /** Admits the largest answers; absent: no limit (src/http/memory-budget.ts). */
-  memoryBudget?: MemoryBudget;
-  /** GET and DELETE /events' waiting requests (src/domain/events); absent outside a server. */
-  eventPolls?: EventPolls;
-  /** GraphQL subscriptions' event streams (src/domain/events); absent outside a server. */
-  eventStreams?: EventStreams;
 }

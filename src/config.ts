@@ -6,8 +6,14 @@ import { parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } 
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
 import { parseTrustedProxies } from './http/client-address.js';
-import type { MemoryBudgetConfig } from './http/memory-budget.js';
 import { StartupError } from './startup-error.js';
+
+export interface MemoryBudgetConfig {
+  /** What the large answers in flight may hold together, in bytes; 0: no limit. */
+  bytes: number;
+  /** How long a request waits for room before it answers 503. */
+  waitMs: number;
+}
 
 export interface Config {
   host: string;

@@ -4,15 +4,10 @@ import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
-import type { AppContext } from './app-context.js';
+import { createServerContext, notificationSubscribers, type ServerContext } from './server-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
-import { cacheSubscribers, createProcessCaches } from './process-caches.js';
 import { listenForNotifications } from './db/notifications.js';
-import { EventPolls } from './domain/events/long-polls.js';
-import { EventReader } from './domain/events/reader.js';
-import { EventStreams } from './domain/events/streams.js';
-import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { prepareDataDir } from './data-dir.js';
@@ -25,7 +20,6 @@ import { whileStarting } from './http/probes.js';
 import { logger as processLogger, type Logger } from './logging.js';
 import { metricsOnly } from './metrics/endpoint.js';
 import { createServerMetrics, instrumentServer } from './metrics/instrument.js';
-import { MemoryBudget } from './http/memory-budget.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -33,7 +27,7 @@ export interface RunningServer {
   url: string;
   /** http://HOST:port/metrics of METRICS_PORT's listener; undefined without METRICS_PORT. */
   metricsUrl?: string;
-  app: AppContext;
+  app: ServerContext;
   database: Database;
   /** Whether the database answers, as this process sees it (src/http/database-status.ts). */
   databaseStatus: DatabaseStatus;
@@ -87,28 +81,20 @@ export async function startServer(
           passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
           ...options.outbox,
         });
-  const caches = createProcessCaches();
-  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
-  const app: AppContext = {
+  const app = createServerContext({
+    config,
     prisma: database.prisma,
     sql: database.sql,
-    config,
-    rateLimiter,
-    ...caches,
-    notifyOutbox: () => outbox?.wake(),
     storage: await openStorage(config),
     log: options.logger,
     metrics,
-    memoryBudget: new MemoryBudget(config.memoryBudget),
-  };
-  const eventReader = new EventReader(database.sql, unlessOutage('reading the event log failed'));
-  const eventPolls = new EventPolls(app, eventReader);
-  const eventStreams = new EventStreams(app, eventReader);
-  app.eventPolls = eventPolls;
-  app.eventStreams = eventStreams;
-  const stopListening = await listenForNotifications(database.directUrl, [...cacheSubscribers(caches), rateLimiter.lockouts, eventPolls]);
+    notifyOutbox: () => outbox?.wake(),
+    eventReadFailed: unlessOutage('reading the event log failed'),
+  });
+  const { eventPolls, eventStreams } = app;
+  const stopListening = await listenForNotifications(database.directUrl, notificationSubscribers(app));
   eventPolls.start();
-  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
+  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter: app.rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
   const { http, graphql, secureRequest } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);

@@ -14,7 +14,7 @@ import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations
 import { lockWait } from './lock-wait.js';
 import { withLibpqSslModes } from './tls.js';
 
-export type Prisma = PrismaClient;
+export type DatabaseClient = PrismaClient;
 
 export interface Database {
   prisma: PrismaClient;

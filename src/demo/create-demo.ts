@@ -1,6 +1,6 @@
 // Creates the demo organization when, and only when, the database holds no organization yet.
 import { randomBytes } from 'node:crypto';
-import type { Prisma } from '../db/database.js';
+import type { DatabaseClient } from '../db/database.js';
 import { setPassword } from '../domain/auth/sign-in.js';
 import type { FileStorage } from '../storage/storage.js';
 import { importOrganization } from '../import/import-organization.js';
@@ -23,7 +23,7 @@ export type DemoOutcome =
   | { created: false; organizations: number; example?: { stringId: string; ownerEmail?: string } };
 
 /** With a storage, the demo's files get placeholder bytes of their sizes, so they can be served. */
-export async function ensureDemoOrganization(prisma: Prisma, storage?: FileStorage): Promise<DemoOutcome> {
+export async function ensureDemoOrganization(prisma: DatabaseClient, storage?: FileStorage): Promise<DemoOutcome> {
   if ((await prisma.organization.count()) > 0) return notCreated(prisma);
   const parsed = parseOrganizationFile(demoOrganizationFile());
   if (!parsed.ok) throw new Error(`The demo organization file is invalid: ${JSON.stringify(parsed.problems)}`);
@@ -50,7 +50,7 @@ export async function ensureDemoOrganization(prisma: Prisma, storage?: FileStora
 }
 
 /** What the database holds instead, with an owner to name in the reset-api-key hint. */
-async function notCreated(prisma: Prisma): Promise<DemoOutcome> {
+async function notCreated(prisma: DatabaseClient): Promise<DemoOutcome> {
   const organizations = await prisma.organization.count();
   const first = await prisma.organization.findFirst({
     where: { deactivated: false },

@@ -3,10 +3,13 @@
 // gives up on it (serialization failure, deadlock), so that a race never surfaces as a 500. Every
 // transaction that locks rows locks the organization's row first, which keeps deadlocks out in the
 // first place; the retry is the safety net.
-import type { Prisma } from '../db/database.js';
+import type { DatabaseClient } from '../db/database.js';
 import { hasErrorCode } from '../db/error-chain.js';
 import type { Sql } from '../db/sql.js';
-import type { Transaction } from './email/outbox.js';
+import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
+
+/** A Prisma client inside one transaction: what services that write take. */
+export type Transaction = PrismaNamespace.TransactionClient;
 
 const RETRYABLE_CODES = new Set(['P2034', '40001', '40P01']);
 export const MAX_TRANSACTION_ATTEMPTS = 4;
@@ -24,7 +27,7 @@ async function withRetries<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-export function inTransaction<T>(prisma: Prisma, work: (tx: Transaction) => Promise<T>): Promise<T> {
+export function inTransaction<T>(prisma: DatabaseClient, work: (tx: Transaction) => Promise<T>): Promise<T> {
   return withRetries(() => prisma.$transaction(work, { maxWait: 10_000, timeout: 30_000 }));
 }
 

@@ -1,5 +1,5 @@
 // Per-request GraphQL context: the application, the authenticated actor and the request's loaders.
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import type { Actor } from '../domain/auth/authenticate.js';
 import { notLoggedIn } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
@@ -18,7 +18,7 @@ export interface Caller {
 }
 
 export interface GraphQLContext extends Caller {
-  app: AppContext;
+  app: ServerContext;
   loaders: Loaders;
   /** The request's logger (its id on every line). */
   log: Logger;
@@ -28,7 +28,7 @@ export interface GraphQLContext extends Caller {
 
 export const anonymousCaller = (): Caller => ({ actor: null, authError: null, credentials: null });
 
-export function newContext(app: AppContext, caller: Caller, log: Logger, answer?: AnswerReservations): GraphQLContext {
+export function newContext(app: ServerContext, caller: Caller, log: Logger, answer?: AnswerReservations): GraphQLContext {
   return { app, ...caller, loaders: new Loaders(app), log, answer };
 }
 

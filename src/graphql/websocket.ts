@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import { sessionTokenInCookies } from '../http/cookies.js';
 import { logger, requestIdFor, requestLogger } from '../logging.js';
 import type { GraphQLContext } from './context.js';
@@ -56,7 +56,7 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
 }
 
 /** Serves graphql-ws on the server's upgrade requests to /graphql; returns the closing of every connection. */
-export function serveGraphQLOverWebSocket(server: Server, app: AppContext, graphql: GraphQLHandler, options: WebSocketOptions): () => Promise<void> {
+export function serveGraphQLOverWebSocket(server: Server, app: ServerContext, graphql: GraphQLHandler, options: WebSocketOptions): () => Promise<void> {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const serving = useServer<Record<string, unknown>, ConnectionState>(
     {

@@ -4,7 +4,7 @@
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import { authenticateRequest, authenticateSession } from '../domain/auth/authenticate.js';
 import { DomainError } from '../domain/errors.js';
 import { isAdministrator } from '../domain/users/roles.js';
@@ -57,7 +57,7 @@ export const GRAPHIQL_OPTIONS = {
 export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight'];
 
 /** Who is calling, known before the document is parsed (the limits depend on it). */
-export interface ServerContext {
+export interface YogaServerContext {
   caller: Caller;
   /** The peer's address (src/http/client-address.ts): who a caller without credentials is. */
   clientAddress: string;
@@ -74,7 +74,7 @@ export interface OfferedCredentials {
 }
 
 /** The caller of the offered credentials; an Authorization header goes before the session cookie. */
-export async function identifyCaller(app: AppContext, offered: OfferedCredentials, clientAddress: string): Promise<Caller> {
+export async function identifyCaller(app: ServerContext, offered: OfferedCredentials, clientAddress: string): Promise<Caller> {
   const { authorization, sessionToken } = offered;
   try {
     if (authorization) return { actor: await authenticateRequest(app, authorization, clientAddress), authError: null, credentials: { authorization } };
@@ -120,7 +120,7 @@ function rateCountedFields(operation: OperationDefinitionNode, fragments: Record
 }
 
 /** At most `max` rate-counted fields per operation; each one beyond the first counts as one more request. */
-function rateCountedFieldsPlugin(app: AppContext, max: number): Plugin<GraphQLContext> {
+function rateCountedFieldsPlugin(app: ServerContext, max: number): Plugin<GraphQLContext> {
   return {
     async onExecute({ args, setResultAndStopExecution }) {
       const document = args.document as DocumentNode;
@@ -158,15 +158,15 @@ const subscriptionCancellation: Plugin = {
   },
 };
 
-const callerOf = (context: object) => (context as Partial<ServerContext>).caller?.actor ?? null;
+const callerOf = (context: object) => (context as Partial<YogaServerContext>).caller?.actor ?? null;
 
 /**
  * An APQ registration makes the server keep a document: a caller without credentials pays for it
  * against the rate limit by its address (an authenticated request has counted already).
  */
-function registrationCounter(app: AppContext) {
+function registrationCounter(app: ServerContext) {
   return async (context: object) => {
-    const { caller, clientAddress } = context as Partial<ServerContext>;
+    const { caller, clientAddress } = context as Partial<YogaServerContext>;
     if (caller?.actor || clientAddress === undefined) return;
     try {
       await app.rateLimiter.hitAddress(clientAddress);
@@ -183,19 +183,19 @@ function registrationCounter(app: AppContext) {
  * of `{ me { id } }`). Without one, the adapter's context is a plain object, which the first hook
  * of the request fills.
  */
-const serverContexts = new WeakMap<Request, ServerContext>();
+const serverContexts = new WeakMap<Request, YogaServerContext>();
 
-const serverContextOfRequest: Plugin<object, ServerContext> = {
+const serverContextOfRequest: Plugin<object, YogaServerContext> = {
   onRequest({ request, serverContext }) {
     Object.assign(serverContext, serverContexts.get(request));
   },
 };
 
-export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) {
+export function createGraphQLHandler(app: ServerContext, database: DatabaseStatus) {
   const trusted = app.config.graphqlTrustedDocuments;
   const mayRunAnyDocument = (context: object) => !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
   const isAuthenticated = (context: object) => callerOf(context) != null;
-  const yoga = createYoga<ServerContext, GraphQLContext>({
+  const yoga = createYoga<YogaServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: '/graphql',
     // The runtime's Response (under @hono/node-server, its lightweight one, which writes a string or
@@ -259,7 +259,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
   // per request) to race the answer against a client that left: @hono/node-server already stops
   // writing to a closed connection. Called without a context, which serverContextOfRequest gives it.
   const handleRequest = yoga.handleRequest as (request: Request) => Promise<Response> | Response;
-  const serve = (request: Request, context: ServerContext) => {
+  const serve = (request: Request, context: YogaServerContext) => {
     serverContexts.set(request, context);
     return handleRequest(request);
   };
@@ -268,7 +268,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     /** `secure`: whether the request arrived over https, which names the session cookie. */
-    async handle(request: Request, { clientAddress, log, answer }: Omit<ServerContext, 'caller'>, secure: boolean): Promise<Response> {
+    async handle(request: Request, { clientAddress, log, answer }: Omit<YogaServerContext, 'caller'>, secure: boolean): Promise<Response> {
       if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, secure) };
       const response = await serve(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, log, answer });

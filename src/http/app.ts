@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
@@ -16,7 +16,7 @@ import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, csrfFailedResponse, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
-import { clientAddressOf, forwardedSchemeOf } from './client-address.js';
+import { clientAddress, clientAddressOf, forwardedSchemeOf } from './client-address.js';
 import { secureRequestOf } from './cookies.js';
 import { crossOriginRules, trustedSourceRequired } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
@@ -25,7 +25,6 @@ import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
 import { csrfRefusal, mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
-import { memoryBudgetOf } from './memory-budget.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -64,9 +63,6 @@ declare module 'hono' {
     secure: boolean;
   }
 }
-
-/** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
-export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';
 
 const incomingOf = (c: Context) => (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
 
@@ -107,7 +103,7 @@ export interface HttpApp {
 }
 
 /** `status`: the process's one status (src/server.ts shares it with the background work); a fresh one by default. */
-export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: () => false }, status?: DatabaseStatus): HttpApp {
+export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining: () => false }, status?: DatabaseStatus): HttpApp {
   const http = new Hono();
   const log = app.log ?? processLogger;
   // The request line's fields are fixed and hold no credential: it skips the redaction every other
@@ -120,7 +116,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const forwardedScheme = forwardedSchemeOf(app.config.trustedProxies);
   const secureByScheme = secureRequestOf(() => app.config.serverUrl, log);
   const secureRequest = (incoming: IncomingMessage | undefined) => secureByScheme(incoming ? forwardedScheme(incoming) : undefined);
-  const memory = memoryBudgetOf(app);
+  const memory = app.memoryBudget;
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import parseForwarded from 'forwarded-parse';
 import proxyaddr from 'proxy-addr';
 import { StartupError } from '../startup-error.js';
+import type { Context } from 'hono';
 
 type Trust = (address: string, hop: number) => boolean;
 
@@ -107,3 +108,6 @@ export function forwardedSchemeOf(trustedProxies: string[]): (incoming: Incoming
     return scheme === 'https' || scheme === 'http' ? scheme : undefined;
   };
 }
+
+/** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
+export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';

@@ -3,7 +3,7 @@
 // this module turns the decision into the reference's statuses, bodies and headers.
 import { Readable } from 'node:stream';
 import type { Context, Hono } from 'hono';
-import { clientAddress } from './app.js';
+import { clientAddress } from './client-address.js';
 import Negotiator from 'negotiator';
 import rangeParser from 'range-parser';
 import type { AppContext } from '../app-context.js';

@@ -4,16 +4,9 @@
 // flight would pass the budget it waits, first come first served, for a moment, then answers 503 with
 // Retry-After. Small requests reserve nothing and never wait, so other users' work keeps flowing.
 import { createGraphQLError } from 'graphql-yoga';
-import type { AppContext } from '../app-context.js';
 import { allPages, type Paged } from '../domain/paging.js';
 import { jsonResponse } from '../rest/envelope.js';
-
-export interface MemoryBudgetConfig {
-  /** What the large answers in flight may hold together, in bytes; 0: no limit. */
-  bytes: number;
-  /** How long a request waits for room before it answers 503. */
-  waitMs: number;
-}
+import type { MemoryBudgetConfig } from '../config.js';
 
 export const MEMORY_BUSY_MESSAGE = 'The server is busy; try again shortly.';
 export const MEMORY_RETRY_AFTER_SECONDS = 2;
@@ -147,16 +140,11 @@ export class MemoryBudget {
   }
 }
 
-/** For application contexts built without one (scripts, some tests): nothing is ever refused. */
-const UNLIMITED_MEMORY = new MemoryBudget({ bytes: 0, waitMs: 0 });
-
-export const memoryBudgetOf = (app: AppContext) => app.memoryBudget ?? UNLIMITED_MEMORY;
-
 /**
  * Every item of a list that an answer holds whole (GraphQL's): past one page, its expected size is
  * reserved until the answer is built (a 503 error when no room comes).
  */
-export async function wholeListWithinBudget<T>(context: { app: AppContext; answer?: AnswerReservations }, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
-  if (list.morePages) await memoryBudgetOf(context.app).reserveWhileAnswering(context.answer, list.expectedCount * bytesPerItem).catch(thrownAsBusy);
+export async function wholeListWithinBudget<T>(context: { app: { memoryBudget: MemoryBudget }; answer?: AnswerReservations }, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
+  if (list.morePages) await context.app.memoryBudget.reserveWhileAnswering(context.answer, list.expectedCount * bytesPerItem).catch(thrownAsBusy);
   return allPages(list);
 }

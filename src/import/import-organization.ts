@@ -1,5 +1,5 @@
 // Writes a validated organization file in one transaction (docs/contract/organization-import.md).
-import type { Prisma } from '../db/database.js';
+import type { DatabaseClient } from '../db/database.js';
 import type { Prisma as PrismaNamespace } from '../generated/prisma/client.js';
 import { apiKeyColumns, apiKeySealer, type ApiKeySealer } from '../domain/users/api-keys.js';
 import { DomainError } from '../domain/errors.js';
@@ -38,7 +38,7 @@ export interface ImportOptions {
   storage?: FileStorage;
 }
 
-export async function importOrganization(prisma: Prisma, file: OrganizationFile, options: ImportOptions = {}): Promise<ImportedOrganization> {
+export async function importOrganization(prisma: DatabaseClient, file: OrganizationFile, options: ImportOptions = {}): Promise<ImportedOrganization> {
   const written: string[] = [];
   const replaced: string[] = [];
   try {

@@ -1,5 +1,5 @@
 // Administrator actions on single accounts, for the CLI.
-import type { Prisma } from '../db/database.js';
+import type { DatabaseClient } from '../db/database.js';
 import { DomainError } from '../domain/errors.js';
 import { apiKeyColumns, issueApiKey } from '../domain/users/api-keys.js';
 import { WEAK_PASSWORD } from '../domain/auth/passwords.js';
@@ -13,13 +13,13 @@ export interface NewUser {
   role: number;
 }
 
-async function organizationId(prisma: Prisma, stringId: string): Promise<number> {
+async function organizationId(prisma: DatabaseClient, stringId: string): Promise<number> {
   const org = await prisma.organization.findUnique({ where: { stringId }, select: { id: true } });
   if (!org) throw new DomainError(`No organization with string_id ${stringId}.`);
   return org.id;
 }
 
-export async function createUser(prisma: Prisma, input: NewUser): Promise<{ id: number; apiKey: string }> {
+export async function createUser(prisma: DatabaseClient, input: NewUser): Promise<{ id: number; apiKey: string }> {
   const email = input.email.trim();
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new DomainError(`${email} is not a valid e-mail address.`);
   if (!(ROLE_CODES as readonly number[]).includes(input.role)) throw new DomainError('role must be 100, 200, 300, 400 or 600.');
@@ -36,7 +36,7 @@ export async function createUser(prisma: Prisma, input: NewUser): Promise<{ id: 
   return { id: user.id, apiKey: issued.apiKey };
 }
 
-export async function resetApiKey(prisma: Prisma, organizationStringId: string, email: string): Promise<string> {
+export async function resetApiKey(prisma: DatabaseClient, organizationStringId: string, email: string): Promise<string> {
   const orgId = await organizationId(prisma, organizationStringId);
   const issued = await issueApiKey(prisma);
   const { count } = await prisma.user.updateMany({
@@ -48,7 +48,7 @@ export async function resetApiKey(prisma: Prisma, organizationStringId: string, 
 }
 
 /** Sets a human account's password (signin.md Decision 1); a weak one is refused with the registration form's words. */
-export async function setPasswordByAddress(prisma: Prisma, organizationStringId: string, email: string, password: string): Promise<void> {
+export async function setPasswordByAddress(prisma: DatabaseClient, organizationStringId: string, email: string, password: string): Promise<void> {
   const orgId = await organizationId(prisma, organizationStringId);
   const user = await prisma.user.findUnique({
     where: { organizationId_emailKey: { organizationId: orgId, emailKey: email.trim().toLowerCase() } },

@@ -3,7 +3,7 @@
 // before any authentication, then the door's credentials (Basic at /api/v1; the session cookie and,
 // for methods that change state, its CSRF token at /json), then the handler. Every failure becomes
 // the JSON envelope.
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import { authenticateRequest, authenticateSession, notLoggedIn, sessionRequired, type Actor } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
 import { DomainError } from '../domain/errors.js';
@@ -37,7 +37,7 @@ type Authenticated = { actor: Actor; credentials: Credentials } | Response;
 export interface Door {
   prefix: string;
   serves(route: RestRoute): boolean;
-  authenticate(request: Request, app: AppContext, clientAddress: string): Promise<Authenticated>;
+  authenticate(request: Request, app: ServerContext, clientAddress: string): Promise<Authenticated>;
 }
 
 /** /api/v1: Basic credentials only (never the session cookie). */
@@ -120,7 +120,7 @@ export interface DispatchOptions {
   door?: Door;
 }
 
-export async function dispatchRest(routes: RestRoute[], request: Request, app: AppContext, options: DispatchOptions): Promise<Response> {
+export async function dispatchRest(routes: RestRoute[], request: Request, app: ServerContext, options: DispatchOptions): Promise<Response> {
   const door = options.door ?? API_DOOR;
   const { log } = options;
   try {
@@ -145,7 +145,7 @@ interface RequestScope {
   door: Door;
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, query: URLSearchParams, app: AppContext, { clientAddress, log, door }: RequestScope) {
+async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, query: URLSearchParams, app: ServerContext, { clientAddress, log, door }: RequestScope) {
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
     return new Response(null, { status: 204, headers: { Allow: declaredMethods(route).sort().join(', ') } });
@@ -163,7 +163,7 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   return handler!({ ...caller, params, path, app, request, log });
 }
 
-async function authenticateCaller(request: Request, app: AppContext, clientAddress: string): Promise<Authenticated> {
+async function authenticateCaller(request: Request, app: ServerContext, clientAddress: string): Promise<Authenticated> {
   const header = request.headers.get('authorization');
   if (header) return { actor: await authenticateRequest(app, header, clientAddress), credentials: { authorization: header } };
   if (prefersHtml(request.headers.get('accept') ?? '')) {

@@ -2,7 +2,7 @@
 // query string, last value wins) and the path parameters of its route.
 import type { Actor } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import type { Logger } from '../logging.js';
 
 export interface RestRequest {
@@ -11,7 +11,7 @@ export interface RestRequest {
   credentials: Credentials;
   params: Map<string, string>;
   path: Record<string, string>;
-  app: AppContext;
+  app: ServerContext;
   /** The raw request; its body is unread only on routes that stream it (`streamsBody`). */
   request: Request;
   /** The request's logger: its id on every line. */

@@ -1,9 +1,9 @@
 // A success envelope whose one large list is written page by page as the client reads: the body is
 // byte for byte what successResponse would write for the whole object, but only one page (its rows
 // and its JSON) is held at a time. The next page is read only when the socket has taken the last.
-import type { AppContext } from '../app-context.js';
+import type { ServerContext } from '../server-context.js';
 import type { Paged } from '../domain/paging.js';
-import { memoryBudgetOf, refusedAsBusy, type Reservation } from '../http/memory-budget.js';
+import { refusedAsBusy, type Reservation } from '../http/memory-budget.js';
 import type { Logger } from '../logging.js';
 import { successResponse } from './envelope.js';
 
@@ -98,11 +98,11 @@ export interface PagedAnswer<T> {
  * A paged list's success answer: whole, with its length, when it is one page; otherwise streamed a
  * page at a time with one page's memory reserved first (503 with Retry-After when none comes).
  */
-export async function pagedListResponse<T>({ app, log }: { app: AppContext; log: Logger }, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
+export async function pagedListResponse<T>({ app, log }: { app: ServerContext; log: Logger }, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
   const ignored = answer.ignored ?? [];
   const item = answer.item;
   if (!list.morePages) return successResponse({ [answer.key]: item ? list.firstPage.map(item) : list.firstPage, ...answer.after }, ignored);
-  const reservation = await memoryBudgetOf(app).reserve(answer.pageBytes).catch(refusedAsBusy);
+  const reservation = await app.memoryBudget.reserve(answer.pageBytes).catch(refusedAsBusy);
   if (reservation instanceof Response) return reservation;
   const after = ignored.length > 0 ? { ...answer.after, ignored_parameters_unsupported: ignored } : answer.after;
   return streamedSuccessResponse({ key: answer.key, pages: item ? mapPages(list.pages(), item) : list.pages(), after, reservation, log });

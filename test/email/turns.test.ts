@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { openDatabase, type Prisma } from '../../src/db/database.js';
+import { openDatabase, type DatabaseClient } from '../../src/db/database.js';
 import { createMailTransport, type MailTransport } from '../../src/domain/email/transport.js';
 import { OutboxWorker } from '../../src/domain/email/worker.js';
 import { createInvitations } from '../support/invitations.js';
@@ -37,14 +37,14 @@ const receivedOf = (among: string[]) => {
 };
 
 /** An organization without the example's daily invitation limit (50). */
-const unlimitedWorld = (prisma: Prisma) => createWorld(prisma, (file) => (file.organization.max_invites = null));
+const unlimitedWorld = (prisma: DatabaseClient) => createWorld(prisma, (file) => (file.organization.max_invites = null));
 
 async function invite(serverUrl: string, world: World, emails: string[]): Promise<void> {
   const result = await postInvites(serverUrl, world.users.admin.auth, { invitee_emails: emails.join(','), stream_ids: '[]' });
   expect(result.status).toBe(200);
 }
 
-const outboxRows = (prisma: Prisma, world: World) =>
+const outboxRows = (prisma: DatabaseClient, world: World) =>
   prisma.outboxEmail.findMany({ where: { organizationId: world.org.id }, select: { toAddress: true, status: true, attempts: true, nextAttemptAt: true, lastError: true } });
 
 test("a batch holds each organization's first due e-mail, then each one's second; the next batch starts after the organization served last", async () => {

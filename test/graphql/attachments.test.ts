@@ -8,7 +8,7 @@ import { gql } from '../support/graphql.js';
 import { startCountingApp } from '../support/query-count.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
-import type { Prisma } from '../../src/db/database.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const newWorld = (prisma: Prisma = server.app.prisma) => createWorld(prisma);
+const newWorld = (prisma: DatabaseClient = server.app.prisma) => createWorld(prisma);
 
 const WORLD_TOTAL = 571_946 + 12 + 3_221_225_472;
 
@@ -43,7 +43,7 @@ const Attachments = graphql(`
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
-async function expectedAttachment(prisma: Prisma, serverUrl: string, world: World, name: string) {
+async function expectedAttachment(prisma: DatabaseClient, serverUrl: string, world: World, name: string) {
   const row = await prisma.attachment.findFirstOrThrow({
     where: { organizationId: world.org.id, name },
     include: { messages: { select: { message: { select: { id: true, dateSent: true } } }, orderBy: { messageId: 'asc' } } },

@@ -1,6 +1,6 @@
 // Sending POST /api/v1/invites the way real clients do (form-encoded or multipart), and reading
 // back what the organization has stored.
-import type { Prisma } from '../../src/db/database.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 import { expectMatchesOpenApi } from './openapi.js';
 
 export interface RestResult {
@@ -29,7 +29,7 @@ export async function postInvites(
 }
 
 /** The organization's invitations with their channels and groups, oldest first. */
-export function storedInvitations(prisma: Prisma, organizationId: number) {
+export function storedInvitations(prisma: DatabaseClient, organizationId: number) {
   return prisma.invitation.findMany({
     where: { organizationId },
     orderBy: { id: 'asc' },

@@ -3,17 +3,15 @@
 // grow with the data it returns (no N+1). Requests run in-process and one at a time, so each count is exact.
 import { openStorage } from '../../src/storage/open-storage.js';
 import { PrismaPg } from '@prisma/adapter-pg';
-import type { AppContext } from '../../src/app-context.js';
 import { loadConfig } from '../../src/config.js';
-import type { Prisma } from '../../src/db/database.js';
-import { cacheSubscribers, createProcessCaches } from '../../src/process-caches.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 import { listenForNotifications } from '../../src/db/notifications.js';
-import { DEFAULT_FAILED_LOGIN_RULE, RateLimiter } from '../../src/domain/auth/rate-limit.js';
 import { PrismaClient } from '../../src/generated/prisma/client.js';
 import { sqlOver } from '../../src/db/sql.js';
 import { countStatements } from '../../src/db/statement-counter.js';
 import pg from 'pg';
 import { createApp } from '../../src/http/app.js';
+import { createServerContext, notificationSubscribers } from '../../src/server-context.js';
 import { testDatabaseUrl } from './server.js';
 
 export const COUNTING_SERVER_URL = 'http://counting.test';
@@ -23,22 +21,13 @@ export async function startCountingApp() {
   const statements = countStatements();
   const pool = new pg.Pool({ connectionString });
   const client = new PrismaClient({ adapter: new PrismaPg(pool) });
-  const prisma = client as unknown as Prisma;
+  const prisma = client as unknown as DatabaseClient;
   // As in the server with API_RATE_LIMIT=off: authenticated users and what permission checks read are
   // cached, and dropped when the database notifies a change; failed-login lockouts are known from
   // notifications too.
-  const caches = createProcessCaches();
-  const rateLimiter = new RateLimiter(sqlOver(pool), { perUser: [], failedLogins: DEFAULT_FAILED_LOGIN_RULE });
-  const stopListening = await listenForNotifications(connectionString, [...cacheSubscribers(caches), rateLimiter.lockouts]);
-  const app: AppContext = {
-    prisma,
-    sql: sqlOver(pool),
-    config: { ...loadConfig({}), serverUrl: COUNTING_SERVER_URL },
-    rateLimiter,
-    ...caches,
-    notifyOutbox: () => {},
-    storage: await openStorage(loadConfig({})),
-  };
+  const config = { ...loadConfig({ API_RATE_LIMIT: 'off' }), serverUrl: COUNTING_SERVER_URL };
+  const app = createServerContext({ config, prisma, sql: sqlOver(pool), storage: await openStorage(config) });
+  const stopListening = await listenForNotifications(connectionString, notificationSubscribers(app));
   const { http } = createApp(app);
   return {
     prisma,

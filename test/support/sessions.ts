@@ -2,7 +2,7 @@
 // POST it back), and the cookies a browser would then send.
 import { expect } from 'vitest';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
-import type { Prisma } from '../../src/db/database.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 
 /** The name=value pairs of a response's Set-Cookie headers (attributes dropped). */
 export function setCookies(response: Response): Map<string, string> {
@@ -63,7 +63,7 @@ export interface SignedIn {
 export const PASSWORD = 'correct horse battery staple';
 
 /** Gives the user a password (the domain's own setPassword: what the CLI and the forms call). */
-export async function givePassword(prisma: Prisma, userId: number, password = PASSWORD): Promise<void> {
+export async function givePassword(prisma: DatabaseClient, userId: number, password = PASSWORD): Promise<void> {
   await setPassword(prisma, userId, password);
 }
 

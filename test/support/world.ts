@@ -2,7 +2,7 @@
 // many worlds live side by side in one shared database).
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import type { Prisma } from '../../src/db/database.js';
+import type { DatabaseClient } from '../../src/db/database.js';
 import { importOrganization } from '../../src/import/import-organization.js';
 import { parseOrganizationFile, type OrganizationFile } from '../../src/import/organization-file.js';
 import { basicAuth } from './server.js';
@@ -40,7 +40,7 @@ export function exampleWithoutIds(): OrganizationFile {
   return parsed.value;
 }
 
-export async function createWorld(prisma: Prisma, customize?: (file: OrganizationFile) => void) {
+export async function createWorld(prisma: DatabaseClient, customize?: (file: OrganizationFile) => void) {
   const file = exampleWithoutIds();
   file.organization.string_id = `w-${randomBytes(6).toString('hex')}`;
   customize?.(file);

@@ -1,8 +1,6 @@
 // The organization's upload space used: a counter on the organization row, changed in the same
 // transaction as every attachment insert and delete, so that reading it never sums the files.
-import type { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
-
-type Transaction = PrismaNamespace.TransactionClient;
+import type { Transaction } from '../transaction.js';
 
 /** Adds `deltaBytes` (negative for deletions) to the organization's counter; returns the new total. */
 export async function adjustUploadSpaceUsed(tx: Transaction, organizationId: number, deltaBytes: bigint): Promise<bigint> {

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { ListeningCache } from '../../db/listening-cache.js';
 import type { NotificationSubscriber } from '../../db/notifications.js';
-import type { Actor } from './authenticate.js';
+import type { Actor } from './actor.js';
 
 export const AUTH_CHANGED_CHANNEL = 'auth_changed';
 const ALL = '*';

@@ -1,22 +1,14 @@
 // HTTP Basic authentication (email:api_key), shared by both doors. Order of checks and messages
 // follow the reference server (behaviour.md section 2): every credential failure is a 401 UNAUTHORIZED.
 import type { AppContext } from '../../app-context.js';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
 import type { AuthCache } from './auth-cache.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 import { readSession, type SessionOf } from './sessions.js';
+import type { Actor } from './actor.js';
 
-export interface Actor {
-  id: number;
-  organizationId: number;
-  email: string;
-  fullName: string;
-  role: number;
-  isBot: boolean;
-  botType: number | null;
-  dateJoined: Date;
-}
+export type { Actor } from './actor.js';
 
 export const NOT_LOGGED_IN = 'Not logged in: API authentication or user session required';
 
@@ -67,7 +59,7 @@ interface CredentialRow {
 }
 
 /** The user owning the key and their organization's state, in one statement (every request pays it on a cache miss). */
-async function readCredentials(prisma: Prisma, apiKeyHash: string): Promise<CredentialRow | undefined> {
+async function readCredentials(prisma: DatabaseClient, apiKeyHash: string): Promise<CredentialRow | undefined> {
   const rows = await prisma.$queryRaw<CredentialRow[]>`
     SELECT u.id, u."organizationId", u.email, u."emailKey", u."fullName", u.role, u."isBot", u."botType", u."dateJoined",
            u."isActive", u."apiKeyHash", o.deactivated AS "organizationDeactivated"
@@ -80,7 +72,7 @@ async function readCredentials(prisma: Prisma, apiKeyHash: string): Promise<Cred
  * Only successful authentications are cached, so every refusal below is re-checked against the
  * database; a cached entry is dropped as soon as its row changes (auth-cache.ts).
  */
-export async function authenticate(prisma: Prisma, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
+export async function authenticate(prisma: DatabaseClient, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
   return authenticateApiKey(prisma, apiKey, username, cache);
 }
@@ -89,7 +81,7 @@ export async function authenticate(prisma: Prisma, authorizationHeader: string, 
  * The user holding `apiKey` (and, when given, the e-mail `username`), with the reference's checks.
  * File URLs accept the key alone (`?api_key=`), as the reference's mobile apps send it.
  */
-export async function authenticateApiKey(prisma: Prisma, apiKey: string, username?: string, cache?: AuthCache): Promise<Actor> {
+export async function authenticateApiKey(prisma: DatabaseClient, apiKey: string, username?: string, cache?: AuthCache): Promise<Actor> {
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
   const apiKeyHash = hashApiKey(apiKey);
   const wrongUser = (emailKey: string) => username !== undefined && emailKey !== username.toLowerCase();

@@ -7,8 +7,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../../db/sql.js';
 import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
-import type { Transaction } from '../email/outbox.js';
-import type { Actor } from './authenticate.js';
+import type { Transaction } from '../transaction.js';
+import type { Actor } from './actor.js';
 
 export const SESSION_LIFETIME_SECONDS = 14 * 24 * 3600;
 

@@ -1,8 +1,8 @@
 // Signing in with an e-mail address and a password (signin.md sections 1 and 2, Decisions 4 and 5),
 // for POST /api/v1/fetch_api_key and the sign-in form alike; setting a password.
 import type { AppContext } from '../../app-context.js';
-import type { Prisma } from '../../db/database.js';
-import type { Transaction } from '../email/outbox.js';
+import type { DatabaseClient } from '../../db/database.js';
+import type { Transaction } from '../transaction.js';
 import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
 import type { Actor } from './authenticate.js';
@@ -43,7 +43,7 @@ interface AccountRow extends Actor {
  * whatever it finds (a relation read through Prisma would add a second one only when a row exists,
  * and that time would tell).
  */
-async function findAccount(prisma: Prisma, emailKey: string, realm: string | undefined): Promise<AccountRow | null> {
+async function findAccount(prisma: DatabaseClient, emailKey: string, realm: string | undefined): Promise<AccountRow | null> {
   if (realm !== undefined && !STRING_ID.test(realm)) return null;
   const accounts = await prisma.$queryRaw<AccountRow[]>`
     SELECT u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType", u."dateJoined",
@@ -96,7 +96,7 @@ export async function signInWithPassword(app: AppContext, input: PasswordSignIn)
 }
 
 /** Unless the password changed meanwhile (then the newer hash stays). */
-async function replaceHash(prisma: Prisma, userId: number, previous: string, upgraded: string): Promise<void> {
+async function replaceHash(prisma: DatabaseClient, userId: number, previous: string, upgraded: string): Promise<void> {
   await prisma.user.updateMany({ where: { id: userId, passwordHash: previous }, data: { passwordHash: upgraded } });
 }
 
@@ -110,12 +110,12 @@ export function assertStrongPassword(password: string, message: string): void {
  * password change replaces the hash, which is what ends the account's other sessions. The caller
  * checks the password's strength with its own message (assertStrongPassword).
  */
-export async function setPassword(db: Prisma | Transaction, userId: number, password: string): Promise<void> {
+export async function setPassword(db: DatabaseClient | Transaction, userId: number, password: string): Promise<void> {
   await storePasswordHash(db, userId, await hashPassword(password));
 }
 
 /** setPassword's second half, for callers that hash before their transaction begins. */
-export async function storePasswordHash(db: Prisma | Transaction, userId: number, passwordHash: string): Promise<void> {
+export async function storePasswordHash(db: DatabaseClient | Transaction, userId: number, passwordHash: string): Promise<void> {
   const users = await db.user.updateManyAndReturn({ where: { id: userId, isBot: false }, data: { passwordHash }, select: { emailKey: true } });
   if (users.length === 0) throw new DomainError('Bots have no password.');
   await db.rateCounter.deleteMany({ where: { key: signInCounterKey(users[0]!.emailKey) } });

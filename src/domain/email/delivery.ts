@@ -1,6 +1,6 @@
 // How an invitation's e-mail fared: administrators see attempts and the last error, so a mistyped
 // address or a broken mail server shows up where invitations are managed.
-import type { Prisma as Database } from '../../db/database.js';
+import type { DatabaseClient as Database } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { isAdministrator } from '../users/roles.js';
 import { INVITATION_EMAIL } from './outbox.js';

@@ -4,11 +4,10 @@
 // resets) are queued one by one with queueEmail.
 import type { Config } from '../../config.js';
 import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
+import type { Transaction } from '../transaction.js';
 import { escapeHtml } from './html.js';
 import { invitationEmailTemplate, type InvitationEmailTemplate, type RenderedEmail } from './invitation-email.js';
-
-export type Transaction = PrismaNamespace.TransactionClient;
 
 export const INVITATION_EMAIL = 'invitation';
 export const PASSWORD_RESET_EMAIL = 'password_reset';
@@ -64,7 +63,7 @@ export interface QueuedEmail extends RenderedEmail {
 }
 
 /** Queues one e-mail (not an invitation's); call app.notifyOutbox() after its transaction commits. */
-export async function queueEmail(db: Transaction | Prisma, email: QueuedEmail): Promise<void> {
+export async function queueEmail(db: Transaction | DatabaseClient, email: QueuedEmail): Promise<void> {
   const now = new Date();
   await db.outboxEmail.create({
     data: {

@@ -13,10 +13,9 @@
 // batch), and the worker lets waiting requests run between two e-mails.
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
 import { logger } from '../../logging.js';
-import { countDeliveries } from '../../metrics/outbox.js';
 import type { MailTransport } from './transport.js';
 
 export interface OutboxOptions {
@@ -87,9 +86,11 @@ export class OutboxWorker {
   private averageDeliveryMs = ASSUMED_DELIVERY_MS;
   /** The organization served last: the next batch starts with the organizations after it. */
   private lastOrganization = 0;
+  /** Told after each batch how many e-mails went out and how many attempts failed (the server's metrics). */
+  onDeliveries: ((sent: number, failed: number) => void) | undefined;
 
   constructor(
-    private readonly prisma: Prisma,
+    private readonly prisma: DatabaseClient,
     private readonly transport: MailTransport,
     options: Partial<OutboxOptions> = {},
   ) {
@@ -152,7 +153,7 @@ export class OutboxWorker {
       await nextTurn();
     }
     await this.markSent(sent);
-    countDeliveries(this, sent.length, failed);
+    this.onDeliveries?.(sent.length, failed);
     await this.release(claimed.slice(attempted));
     return { claimed: claimed.length, sent: sent.length, failed, full: claimed.length === limit };
   }

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { recordEvent } from '../events/log.js';
 import type { AppContext } from '../../app-context.js';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 import { holdsSetting } from '../permissions/group-membership.js';
@@ -47,7 +47,7 @@ export async function assertMayAddEmoji(app: AppContext, actor: Actor, rawName: 
   return name;
 }
 
-const isNameTaken = async (db: Pick<Prisma, 'customEmoji'>, organizationId: number, name: string) =>
+const isNameTaken = async (db: Pick<DatabaseClient, 'customEmoji'>, organizationId: number, name: string) =>
   (await db.customEmoji.count({ where: { organizationId, name, deactivated: false } })) > 0;
 
 /** Step 6. */

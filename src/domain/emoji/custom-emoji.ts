@@ -1,6 +1,6 @@
 // Custom emoji of an organization: listing, and deactivation by name (behaviour.md section 4).
 // Deactivated rows stay (old messages, reactions and statuses still render them).
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import type { Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
@@ -62,7 +62,7 @@ export const realmEmojiEvent = (emoji: CustomEmojiRecord, change: CustomEmojiCha
   insertEventSql({ organizationId: emoji.organizationId, type: 'realm_emoji', payload: { change, emoji } satisfies RealmEmojiPayload, recipients: 'organization' });
 
 /** Every custom emoji of the organization as `GET /realm/emoji` and realm_emoji events key them. */
-export async function realmEmojiDicts(prisma: Prisma, organizationId: number) {
+export async function realmEmojiDicts(prisma: DatabaseClient, organizationId: number) {
   const emoji = await prisma.customEmoji.findMany({ where: { organizationId }, orderBy: { id: 'asc' }, select: RECORD });
   return Object.fromEntries(emoji.map((e) => [String(e.id), emojiDict(e)]));
 }
@@ -72,7 +72,7 @@ export async function realmEmojiDicts(prisma: Prisma, organizationId: number) {
  * authenticated user may list them.
  */
 export async function listCustomEmoji(
-  prisma: Prisma,
+  prisma: DatabaseClient,
   actor: Actor,
   options: { includeDeactivated: boolean; ids?: number[] },
 ): Promise<CustomEmojiRecord[]> {

@@ -5,7 +5,7 @@
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Sql } from '../../db/sql.js';
 import { statementRows } from '../../db/sql.js';
-import type { Transaction } from '../email/outbox.js';
+import type { Transaction } from '../transaction.js';
 import { ROLE } from '../users/roles.js';
 
 export const EVENT_TYPES = ['invites_changed', 'realm_emoji', 'attachment', 'heartbeat'] as const;

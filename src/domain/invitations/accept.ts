@@ -1,16 +1,15 @@
 // Accepting an invitation through its link (behaviour.md 3.9, "On acceptance"): the checks the
 // acceptance page shows, and the one transaction that creates the account.
 import type { AppContext } from '../../app-context.js';
-import type { Prisma as Database } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import { Prisma } from '../../generated/prisma/client.js';
-import type { Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { sendDirectMessages, systemBotId } from '../messages/direct-messages.js';
 import { apiKeyColumns, issueApiKey, type IssuedApiKey } from '../users/api-keys.js';
 import { hashPassword, WEAK_PASSWORD } from '../auth/passwords.js';
 import { assertStrongPassword } from '../auth/sign-in.js';
 import { exceedsLicenseLimit, lockOrganization } from './limits.js';
-import { inTransaction } from '../transaction.js';
+import { inTransaction, type Transaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationStatus } from './status.js';
 
@@ -46,7 +45,7 @@ function assertKeyShape(key: string): void {
   if ((key.length !== 24 && key.length !== 40) || !/^[a-z0-9]+$/.test(key)) throw refusals.malformed();
 }
 
-function loadInvitation(db: Database | Transaction, key: string) {
+function loadInvitation(db: DatabaseClient | Transaction, key: string) {
   return db.invitation.findUnique({
     where: { confirmationKey: key },
     include: { organization: true, referrer: { select: { id: true, fullName: true, email: true, isActive: true } } },
@@ -64,7 +63,7 @@ function assertUsable(invitation: LoadedInvitation | null, now: Date): asserts i
   if (invitation.organization.deactivated) throw refusals.organizationDeactivated();
 }
 
-async function assertNoAccount(db: Database | Transaction, invitation: LoadedInvitation): Promise<void> {
+async function assertNoAccount(db: DatabaseClient | Transaction, invitation: LoadedInvitation): Promise<void> {
   const existing = await db.user.findUnique({
     where: { organizationId_emailKey: { organizationId: invitation.organizationId, emailKey: invitation.email.toLowerCase() } },
     select: { id: true },
@@ -80,7 +79,7 @@ export interface InvitationSummary {
 }
 
 /** What the acceptance form shows, or the reason the link cannot be used. */
-export async function inspectInvitation(prisma: Database, key: string, now = new Date()): Promise<InvitationSummary> {
+export async function inspectInvitation(prisma: DatabaseClient, key: string, now = new Date()): Promise<InvitationSummary> {
   assertKeyShape(key);
   const invitation = await loadInvitation(prisma, key);
   assertUsable(invitation, now);

@@ -1,7 +1,7 @@
 // Who may invite, as what, to which channels and groups (behaviour.md 3.2 steps 2-13, 3.3, 3.5, 3.6,
 // Decision 1). The same rules answer "what may I pick?" for the GraphQL invitable lists, so what a
 // user can pick is exactly what sending accepts.
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
@@ -42,14 +42,14 @@ type ChannelRow = Channel;
 type GroupRow = UserGroup;
 
 // Requested ids travel as one array parameter (`= ANY`), however many a request names; none, no query.
-async function loadChannels(db: Prisma, organizationId: number, ids?: number[]): Promise<Channel[]> {
+async function loadChannels(db: DatabaseClient, organizationId: number, ids?: number[]): Promise<Channel[]> {
   if (ids?.length === 0) return [];
   if (!ids) return db.channel.findMany({ where: { organizationId }, orderBy: { id: 'asc' } });
   return db.$queryRaw<Channel[]>`
     SELECT * FROM channel WHERE "organizationId" = ${organizationId} AND id = ANY(${distinctRowIds(ids)}::int[]) ORDER BY id`;
 }
 
-async function loadGroups(db: Prisma, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
+async function loadGroups(db: DatabaseClient, organizationId: number, ids?: number[]): Promise<UserGroup[]> {
   if (ids?.length === 0) return [];
   if (!ids) return db.userGroup.findMany({ where: { organizationId, name: { not: null } }, orderBy: { id: 'asc' } });
   return db.$queryRaw<UserGroup[]>`

@@ -2,7 +2,8 @@
 // concurrent requests cannot pass them together. What they count is read in one statement
 // (`lockedCountsSql`), together with the existing accounts an invitation needs to know about.
 import type { Config } from '../../config.js';
-import { INVITATION_EMAIL, type Transaction } from '../email/outbox.js';
+import { INVITATION_EMAIL } from '../email/outbox.js';
+import type { Transaction } from '../transaction.js';
 import { DomainError } from '../errors.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { DAY_MS } from '../time.js';

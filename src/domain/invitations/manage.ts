@@ -4,13 +4,13 @@
 import type { AppContext } from '../../app-context.js';
 import { Parameters, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
-import { queueInvitationEmail, type Transaction } from '../email/outbox.js';
+import { queueInvitationEmail } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { distinctRowIds, isRowId } from '../ids.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import { assertMayUseInvitations, mayUseInvitations } from './invite-permissions.js';
 import { assertDailyLimit, lockOrganization } from './limits.js';
-import { inTransaction } from '../transaction.js';
+import { inTransaction, type Transaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationViewOfMs, toInvitationView, type InvitationView, type StoredInvitationStatus } from './status.js';
 import type { UserSummary } from '../users/user-summary.js';

@@ -1,7 +1,7 @@
 // Direct messages: the system bots' messages to people, and the messages a user received.
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import type { Actor } from '../auth/authenticate.js';
-import type { Transaction } from '../email/outbox.js';
+import type { Transaction } from '../transaction.js';
 import { badRequest } from '../errors.js';
 
 export type SystemBot = 'notification' | 'welcome';
@@ -40,7 +40,7 @@ export async function sendDirectMessages(
 export const MAX_DIRECT_MESSAGES_LIMIT = 100;
 
 /** Direct messages the actor received, newest first. */
-export async function receivedDirectMessages(prisma: Prisma, actor: Actor, limit: number): Promise<DirectMessageView[]> {
+export async function receivedDirectMessages(prisma: DatabaseClient, actor: Actor, limit: number): Promise<DirectMessageView[]> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DIRECT_MESSAGES_LIMIT) {
     throw badRequest(`limit must be between 1 and ${MAX_DIRECT_MESSAGES_LIMIT}`);
   }

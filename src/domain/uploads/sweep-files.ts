@@ -3,7 +3,7 @@
 // write that never finished, a deletion whose storage step failed after the row was gone); this
 // sweep finds stored objects under `files/` older than a grace period that no row names, and removes
 // them. The grace keeps it away from uploads still between their write and their commit.
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import type { FileStorage } from '../../storage/storage.js';
 import { fileKey } from './paths.js';
 
@@ -18,7 +18,7 @@ export interface SweepResult {
   removed: string[];
 }
 
-export async function sweepOrphanFiles(app: { prisma: Prisma; storage: FileStorage }, { graceMs, now = new Date() }: { graceMs: number; now?: Date }): Promise<SweepResult> {
+export async function sweepOrphanFiles(app: { prisma: DatabaseClient; storage: FileStorage }, { graceMs, now = new Date() }: { graceMs: number; now?: Date }): Promise<SweepResult> {
   const olderThan = now.getTime() - graceMs;
   const result: SweepResult = { examined: 0, removed: [] };
   let batch: string[] = [];
@@ -37,7 +37,7 @@ export async function sweepOrphanFiles(app: { prisma: Prisma; storage: FileStora
 }
 
 /** Removes the objects of `keys` that no attachment row names; returns their keys. */
-async function removeUnnamed(app: { prisma: Prisma; storage: FileStorage }, keys: string[]): Promise<string[]> {
+async function removeUnnamed(app: { prisma: DatabaseClient; storage: FileStorage }, keys: string[]): Promise<string[]> {
   const pathIds = keys.map((key) => key.slice(FILES_PREFIX.length));
   const rows = await app.prisma.$queryRaw<{ pathId: string }[]>`SELECT "pathId" FROM attachment WHERE "pathId" = ANY(${pathIds}::text[])`;
   const named = new Set(rows.map((row) => row.pathId));

@@ -3,7 +3,7 @@
 // POST /fetch_api_key can hand an account its current key (signin.md section 1) while a copy of
 // the database without the server_secret table reveals no key.
 import { createCipheriv, createDecipheriv, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import type { Prisma } from '../../db/database.js';
+import type { DatabaseClient } from '../../db/database.js';
 import { serverSecret } from '../server-secrets.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -42,7 +42,7 @@ export interface IssuedApiKey {
 /** Seals keys without waiting: for writers that issue many, or inside a transaction. */
 export type ApiKeySealer = (apiKey?: string) => IssuedApiKey;
 
-export async function apiKeySealer(prisma: Prisma): Promise<ApiKeySealer> {
+export async function apiKeySealer(prisma: DatabaseClient): Promise<ApiKeySealer> {
   const secret = await serverSecret(prisma, SEAL_SECRET);
   return (apiKey = generateApiKey()) => {
     const iv = randomBytes(12);
@@ -54,12 +54,12 @@ export async function apiKeySealer(prisma: Prisma): Promise<ApiKeySealer> {
 }
 
 /** The columns for `apiKey` (a new random key by default), as every place that gives out a key writes them. */
-export async function issueApiKey(prisma: Prisma, apiKey?: string): Promise<IssuedApiKey> {
+export async function issueApiKey(prisma: DatabaseClient, apiKey?: string): Promise<IssuedApiKey> {
   return (await apiKeySealer(prisma))(apiKey);
 }
 
 /** The key a row holds, or null when it holds none that opens and matches its hash (a key issued before sealing). */
-export async function unsealApiKey(prisma: Prisma, row: { apiKeyHash: string; apiKeySealed: string | null }): Promise<string | null> {
+export async function unsealApiKey(prisma: DatabaseClient, row: { apiKeyHash: string; apiKeySealed: string | null }): Promise<string | null> {
   const [version, payload] = row.apiKeySealed?.split('.') ?? [];
   if (version !== SEAL_VERSION || !payload) return null;
   const sealed = Buffer.from(payload, 'base64url');
@@ -79,7 +79,7 @@ export async function unsealApiKey(prisma: Prisma, row: { apiKeyHash: string; ap
  * The account's current key, as fetch_api_key returns it (fetching does not change it). An account
  * whose key predates sealing gets a new key here, once: its old one stops working.
  */
-export async function currentApiKey(prisma: Prisma, userId: number): Promise<string> {
+export async function currentApiKey(prisma: DatabaseClient, userId: number): Promise<string> {
   for (;;) {
     const row = await prisma.user.findUniqueOrThrow({ where: { id: userId }, select: { apiKeyHash: true, apiKeySealed: true } });
     const apiKey = await unsealApiKey(prisma, row);

@@ -65,11 +65,6 @@ const POLL_PARAMS = {
   dont_block: optional(json(jsonBool)),
 };
 
-function eventPolls(app: RestRequest['app']) {
-  if (!app.eventPolls) throw new Error('this process serves no event queues');
-  return app.eventPolls;
-}
-
 /** The waiting request re-reads its credentials when the authentication cache says they changed. */
 function credentialsOf({ request, app, credentials }: RestRequest) {
   return { ...heldCredentials(app, credentials), signal: request.signal };
@@ -77,7 +72,7 @@ function credentialsOf({ request, app, credentials }: RestRequest) {
 
 export const getEvents: RestHandler = async (rest) => {
   const { values } = parseParams(rest.params, POLL_PARAMS);
-  const answer = await eventPolls(rest.app).poll(
+  const answer = await rest.app.eventPolls.poll(
     rest.actor,
     { queueId: values.queue_id, lastEventId: values.last_event_id, dontBlock: values.dont_block ?? false },
     credentialsOf(rest),
@@ -87,6 +82,6 @@ export const getEvents: RestHandler = async (rest) => {
 
 export const deleteEvents: RestHandler = async ({ actor, params, app }) => {
   const { values } = parseParams(params, { queue_id: required(text()) });
-  await eventPolls(app).delete(actor, values.queue_id);
+  await app.eventPolls.delete(actor, values.queue_id);
   return successResponse();
 };
