@@ -33,6 +33,13 @@ export function clientAddressOf(trustedProxies: string[]): ClientAddressOf {
   return (incoming) => nearestUntrusted(peer(incoming), forwardingChain(incoming.headers), trust);
 }
 
+/** Whether the TCP peer itself is a trusted proxy, whose word about the request is believed (a `traceparent`, say). */
+export function peerTrustedBy(trustedProxies: string[]): (incoming: IncomingMessage) => boolean {
+  if (trustedProxies.length === 0) return () => false;
+  const trust: Trust = proxyaddr.compile(trustedProxies);
+  return (incoming) => trust(incoming.socket.remoteAddress ?? '', 0);
+}
+
 /**
  * The addresses the proxies name, nearest first, up to the first entry that names no IP address
  * (`unknown`, an obfuscated name, a malformed element): a proxy that cannot name its client ends
