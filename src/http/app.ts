@@ -134,7 +134,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     c.set('clientAddress', client);
     c.set('log', requestLogger(log, requestId, trace));
     const started = performance.now();
-    requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
+    const received = { requestId, method: c.req.method, path: loggedPath(c.req.path) };
+    requestLine.debug(trace ? { ...received, ...trace } : received, 'request received');
     await next();
     setResponseHeader(c, 'X-Request-Id', requestId);
     // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
