@@ -13,7 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { createMailTransport } from '../../src/domain/email/transport.js';
+import { OutboxWorker } from '../../src/domain/email/worker.js';
+import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
+import { callApi } from '../support/rest.js';
 import { listeningUrl, startServerProcess, stopServerProcess } from '../support/process.js';
 import { testDatabaseUrl, testDatabaseUrls } from '../support/server.js';
 import { givePassword, PASSWORD } from '../support/sessions.js';
@@ -116,9 +120,11 @@ function send(path: string, options: { method?: string; headers?: Record<string,
 /** The request's `request` log line: it names the trace and the server span. */
 const requestLine = (requestId: string) => lines.find((line) => line.msg === 'request' && line.requestId === requestId)!;
 
+const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 10));
+
 /** The spans of a trace, once its server span has arrived (its children end before it). */
 async function traceOf(traceId: string): Promise<ExportedSpan[]> {
-  while (!receiver.spans.some((span) => span.traceId === traceId && span.kind === SERVER_KIND)) await new Promise((resolve) => setTimeout(resolve, 10));
+  while (!receiver.spans.some((span) => span.traceId === traceId && span.kind === SERVER_KIND)) await nextTurn();
   return receiver.spans.filter((span) => span.traceId === traceId);
 }
 
@@ -213,6 +219,35 @@ test('no attribute holds an API key, a password, an e-mail address or a variable
     expect(ofRequest.length).toBeGreaterThan(1);
     for (const line of ofRequest) expect([line.msg, line.traceId, line.spanId]).toEqual([line.msg, traceId, spanId]);
   }
+});
+
+test('a waiting long poll: the delivery that answers it is a span of its request\'s trace, its statements under it', async () => {
+  const registered = await callApi(server.url, 'POST', '/register', { authorization: w.users.admin.auth, form: { event_types: '["invites_changed"]' } });
+  expect(registered.status).toBe(200);
+  const query = new URLSearchParams({ queue_id: registered.body.queue_id, last_event_id: '-1' });
+  const polling = send(`/api/v1/events?${query}`, { headers: { authorization: w.users.admin.auth } });
+  while (server.app.eventPolls!.size === 0) await nextTurn();
+  const invited = await callApi(server.url, 'POST', '/invites', { authorization: w.users.admin.auth, form: { invitee_emails: uniqueEmail('poll'), stream_ids: '[]' } });
+  expect(invited.status).toBe(200);
+  const answer = await polling;
+  expect(JSON.parse(answer.body).events).toEqual([expect.objectContaining({ type: 'invites_changed' })]);
+  const { root, descendants } = await traceOfRequest(answer);
+  // The poll's first look at its queue (before the event) is a delivery span too, one that answers nothing.
+  const delivery = descendants(root).find((span) => span.name === 'events.deliver' && span.attributes['events.count'] !== undefined)!;
+  expect(Number(delivery.attributes['events.count'])).toBe(1);
+  expect(descendants(delivery).filter(isStatement).length).toBeGreaterThan(0);
+});
+
+test('each e-mail attempt of the outbox is a trace of its own: its id and outcome, never the address', async () => {
+  const email = uniqueEmail('traced-mail');
+  await createInvitation(server, w, { email });
+  const outboxEmail = await server.app.prisma.outboxEmail.findFirstOrThrow({ where: { toAddress: email } });
+  await new OutboxWorker(server.app.prisma, createMailTransport(server.app.config)).deliverAllDue();
+  const sentSpan = () => receiver.spans.find((span) => span.name === 'email.send' && Number(span.attributes['email.id']) === outboxEmail.id);
+  while (!sentSpan()) await nextTurn();
+  expect(sentSpan()!.parentSpanId || undefined).toBeUndefined();
+  expect(sentSpan()!.attributes).toMatchObject({ 'email.attempt': 1, 'email.outcome': 'sent' });
+  expect(receiver.bodies.join('\n')).not.toContain(email);
 });
 
 test('without an OTLP endpoint no tracing module is loaded; with one, they are', async () => {
