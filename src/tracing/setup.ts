@@ -6,7 +6,9 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type pg from 'pg';
 import { installTracing, type ServerRequest, type SpanOptions, type Tracing } from './spans.js';
 import { traceStatements } from './statements.js';
@@ -23,7 +25,7 @@ export interface RunningTracing {
 
 export function startTracing(): RunningTracing {
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': SERVICE_NAME }))
+    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: SERVICE_NAME }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
   provider.register();
@@ -51,7 +53,7 @@ function errorType(error: unknown): string {
 }
 
 function fail(span: Span, type: string): void {
-  span.setAttribute('error.type', type);
+  span.setAttribute(ATTR_ERROR_TYPE, type);
   span.setStatus({ code: SpanStatusCode.ERROR });
 }
 
@@ -99,7 +101,7 @@ function tracingWith(tracer: Tracer): Tracing {
       if (request.traceparent) carrier.traceparent = request.traceparent;
       if (request.tracestate) carrier.tracestate = request.tracestate;
       const parent = request.traceparent ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
-      return inSpanOf(request.method, { 'http.request.method': request.method }, SpanKind.SERVER, parent, work);
+      return inSpanOf(request.method, { [ATTR_HTTP_REQUEST_METHOD]: request.method }, SpanKind.SERVER, parent, work);
     },
     fail,
     activeSpan: () => trace.getActiveSpan(),

@@ -4,6 +4,7 @@
 // recorded. Only inside a trace: the statements of no request or traced background work (the event
 // reader's polls, housekeeping, metrics) start none.
 import { context, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { ATTR_DB_OPERATION_NAME, ATTR_DB_QUERY_TEXT, ATTR_DB_SYSTEM_NAME, ATTR_ERROR_TYPE, DB_SYSTEM_NAME_VALUE_POSTGRESQL } from '@opentelemetry/semantic-conventions';
 import type pg from 'pg';
 
 type Query = (...args: unknown[]) => unknown;
@@ -40,12 +41,12 @@ function traceQueries(client: pg.PoolClient, tracer: Tracer): void {
     const text = statementText(args[0]);
     const span = tracer.startSpan(operationOf(text), {
       kind: SpanKind.CLIENT,
-      attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operationOf(text), 'db.query.text': text },
+      attributes: { [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL, [ATTR_DB_OPERATION_NAME]: operationOf(text), [ATTR_DB_QUERY_TEXT]: text },
     });
     const end = (error: unknown) => {
       if (error) {
         const code = (error as { code?: unknown }).code;
-        span.setAttribute('error.type', typeof code === 'string' ? code : 'Error');
+        span.setAttribute(ATTR_ERROR_TYPE, typeof code === 'string' ? code : 'Error');
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
       span.end();
