@@ -1,6 +1,6 @@
 // GraphQL's parse, validate and execute as spans of the request's trace, through envelop's
 // instrumentation, which wraps each phase whole (the plugins' hooks and caches, and graphql-jit's
-// compiled execution, included): the SQL of the resolvers are children of the execute span. The
+// compiled execution, included): the resolvers' statements are children of the execute span. The
 // execute span holds the operation's name and type, never the document (its literals may be
 // secrets), the variables or the result. src/graphql/yoga.ts adds it only when tracing.
 import { getOperationAST, type DocumentNode } from 'graphql';
