@@ -194,6 +194,14 @@ test('a trusted proxy\'s traceparent continues its trace; an untrusted peer\'s s
   const fresh = await traceOfRequest(untrusted);
   expect(fresh.root.traceId).not.toBe(traceId);
   expect(fresh.root.parentSpanId || undefined).toBeUndefined();
+
+  // A trusted peer's malformed header is no parent: the request is served, in a trace of its own.
+  for (const malformed of ['00-not-a-trace-01', `00-${'a'.repeat(8000)}-${parentId}-01`, `00-${traceId}-${parentId}-01, 00-${traceId}-${parentId}-01`]) {
+    const answer = await send('/api/v1/users/me', { headers: { authorization: w.users.member.auth, traceparent: malformed, tracestate: 'x'.repeat(8000) }, localAddress: TRUSTED_PEER });
+    expect(answer.status).toBe(200);
+    const own = await traceOfRequest(answer);
+    expect(own.root.parentSpanId || undefined).toBeUndefined();
+  }
 });
 
 test('no attribute holds an API key, a password, an e-mail address or a variable; every line of a request names its span', async () => {
