@@ -251,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
     eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
     maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
-    tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
+    tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
   };
 }

@@ -154,7 +154,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.use((c, next) => {
     if (!tracing) return served(c, next);
     const incoming = incomingOf(c);
-    const caller = incoming && traceparentTrusted(incoming) ? { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') } : {};
+    const trusted = incoming !== undefined && traceparentTrusted(incoming);
+    const caller = trusted ? { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') } : {};
     return tracing.inServerSpan({ method: c.req.method, ...caller }, (span) => served(c, next, span));
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');

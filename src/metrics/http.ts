@@ -36,7 +36,10 @@ function doorOf(route: string): Door {
   return 'other';
 }
 
-/** The door and route TEMPLATE of a request, once answered; `restRoutes` names the REST layer's routes (matched here again: a dozen regular expressions). */
+/**
+ * The door and route TEMPLATE of a request, once answered; `restRoutes` names the REST layer's routes
+ * (matched here again: a dozen regular expressions).
+ */
 export function requestRoutes(restRoutes: RestRoute[]): (c: Context) => [Door, string] {
   const templates = restRoutes.map((route) => ({ pattern: route.pattern, template: restTemplate(route.pattern) }));
   const restRoute = (path: string) => templates.find((route) => route.pattern.test(path.slice(API_PREFIX.length)))?.template ?? UNMATCHED;

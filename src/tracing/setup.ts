@@ -3,7 +3,8 @@
 // variables itself (endpoints, headers, service name and resource attributes, sampler, batch delays).
 // Here: the provider and exporter, registered globally (an AsyncLocalStorage carries the active span),
 // and the Tracing that spans.ts hands to the layers.
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -43,7 +44,8 @@ export function startTracing(): RunningTracing {
   };
 }
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 
 /** An error's kind, never its message (which may quote values): a SQLSTATE or other code, else its class. */
 function errorType(error: unknown): string {

@@ -4,15 +4,26 @@
 // recorded. Only inside a trace: the statements of no request or traced background work (the event
 // reader's polls, housekeeping, metrics) start none.
 import { context, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import { ATTR_DB_OPERATION_NAME, ATTR_DB_QUERY_TEXT, ATTR_DB_SYSTEM_NAME, ATTR_ERROR_TYPE, DB_SYSTEM_NAME_VALUE_POSTGRESQL } from '@opentelemetry/semantic-conventions';
+import {
+  ATTR_DB_OPERATION_NAME,
+  ATTR_DB_QUERY_TEXT,
+  ATTR_DB_SYSTEM_NAME,
+  ATTR_ERROR_TYPE,
+  DB_SYSTEM_NAME_VALUE_POSTGRESQL,
+} from '@opentelemetry/semantic-conventions';
 import type pg from 'pg';
 
 type Query = (...args: unknown[]) => unknown;
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 
-const statementText = (first: unknown): string =>
-  typeof first === 'string' ? first : typeof (first as { text?: unknown } | undefined)?.text === 'string' ? (first as { text: string }).text : '';
+/** query(text, ...) or query({ text, values, ... }) */
+function statementText(first: unknown): string {
+  if (typeof first === 'string') return first;
+  const text = (first as { text?: unknown } | undefined)?.text;
+  return typeof text === 'string' ? text : '';
+}
 
 /** The statement's first keyword (SELECT, INSERT, WITH, BEGIN...): the span's name. */
 const operationOf = (text: string) => /^\s*([A-Za-z]+)/.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
@@ -39,9 +50,14 @@ function traceQueries(client: pg.PoolClient, tracer: Tracer): void {
   (client as unknown as { query: Query }).query = (...args: unknown[]) => {
     if (!trace.getSpan(context.active())) return query(...args);
     const text = statementText(args[0]);
-    const span = tracer.startSpan(operationOf(text), {
+    const operation = operationOf(text);
+    const span = tracer.startSpan(operation, {
       kind: SpanKind.CLIENT,
-      attributes: { [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL, [ATTR_DB_OPERATION_NAME]: operationOf(text), [ATTR_DB_QUERY_TEXT]: text },
+      attributes: {
+        [ATTR_DB_SYSTEM_NAME]: DB_SYSTEM_NAME_VALUE_POSTGRESQL,
+        [ATTR_DB_OPERATION_NAME]: operation,
+        [ATTR_DB_QUERY_TEXT]: text,
+      },
     });
     const end = (error: unknown) => {
       if (error) {

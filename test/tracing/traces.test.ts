@@ -103,11 +103,19 @@ interface Answer {
   requestId: string;
 }
 
+interface SendOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  localAddress?: string;
+}
+
 /** An HTTP request from `localAddress` (the peer the server sees). */
-function send(path: string, options: { method?: string; headers?: Record<string, string>; body?: string; localAddress?: string } = {}): Promise<Answer> {
+function send(path: string, options: SendOptions = {}): Promise<Answer> {
   const url = new URL(path, server.url);
+  const { method = 'GET', headers, localAddress = '127.0.0.1' } = options;
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, localAddress: options.localAddress ?? '127.0.0.1' }, (response) => {
+    const outgoing = httpRequest(url, { method, headers, localAddress }, (response) => {
       let body = '';
       response.on('data', (chunk) => (body += chunk));
       response.on('end', () => resolve({ status: response.statusCode!, body, requestId: String(response.headers['x-request-id']) }));
@@ -186,7 +194,8 @@ test('a trusted proxy\'s traceparent continues its trace; an untrusted peer\'s s
   const traceId = randomBytes(16).toString('hex');
   const parentId = randomBytes(8).toString('hex');
   const traceparent = `00-${traceId}-${parentId}-01`;
-  const trusted = await send('/api/v1/users/me', { headers: { authorization: w.users.member.auth, traceparent }, localAddress: TRUSTED_PEER });
+  const auth = w.users.member.auth;
+  const trusted = await send('/api/v1/users/me', { headers: { authorization: auth, traceparent }, localAddress: TRUSTED_PEER });
   const { root } = await traceOfRequest(trusted);
   expect([root.traceId, root.parentSpanId]).toEqual([traceId, parentId]);
 
@@ -196,8 +205,10 @@ test('a trusted proxy\'s traceparent continues its trace; an untrusted peer\'s s
   expect(fresh.root.parentSpanId || undefined).toBeUndefined();
 
   // A trusted peer's malformed header is no parent: the request is served, in a trace of its own.
-  for (const malformed of ['00-not-a-trace-01', `00-${'a'.repeat(8000)}-${parentId}-01`, `00-${traceId}-${parentId}-01, 00-${traceId}-${parentId}-01`]) {
-    const answer = await send('/api/v1/users/me', { headers: { authorization: w.users.member.auth, traceparent: malformed, tracestate: 'x'.repeat(8000) }, localAddress: TRUSTED_PEER });
+  const twice = `00-${traceId}-${parentId}-01, 00-${traceId}-${parentId}-01`;
+  for (const malformed of ['00-not-a-trace-01', `00-${'a'.repeat(8000)}-${parentId}-01`, twice]) {
+    const headers = { authorization: auth, traceparent: malformed, tracestate: 'x'.repeat(8000) };
+    const answer = await send('/api/v1/users/me', { headers, localAddress: TRUSTED_PEER });
     expect(answer.status).toBe(200);
     const own = await traceOfRequest(answer);
     expect(own.root.parentSpanId || undefined).toBeUndefined();
@@ -230,12 +241,14 @@ test('no attribute holds an API key, a password, an e-mail address or a variable
 });
 
 test('a waiting long poll: the delivery that answers it is a span of its request\'s trace, its statements under it', async () => {
-  const registered = await callApi(server.url, 'POST', '/register', { authorization: w.users.admin.auth, form: { event_types: '["invites_changed"]' } });
+  const authorization = w.users.admin.auth;
+  const registered = await callApi(server.url, 'POST', '/register', { authorization, form: { event_types: '["invites_changed"]' } });
   expect(registered.status).toBe(200);
   const query = new URLSearchParams({ queue_id: registered.body.queue_id, last_event_id: '-1' });
   const polling = send(`/api/v1/events?${query}`, { headers: { authorization: w.users.admin.auth } });
   while (server.app.eventPolls!.size === 0) await nextTurn();
-  const invited = await callApi(server.url, 'POST', '/invites', { authorization: w.users.admin.auth, form: { invitee_emails: uniqueEmail('poll'), stream_ids: '[]' } });
+  const form = { invitee_emails: uniqueEmail('poll'), stream_ids: '[]' };
+  const invited = await callApi(server.url, 'POST', '/invites', { authorization, form });
   expect(invited.status).toBe(200);
   const answer = await polling;
   expect(JSON.parse(answer.body).events).toEqual([expect.objectContaining({ type: 'invites_changed' })]);
@@ -251,7 +264,8 @@ test('each e-mail attempt of the outbox is a trace of its own: its id and outcom
   await createInvitation(server, w, { email });
   const outboxEmail = await server.app.prisma.outboxEmail.findFirstOrThrow({ where: { toAddress: email } });
   await new OutboxWorker(server.app.prisma, createMailTransport(server.app.config)).deliverAllDue();
-  const sentSpan = () => receiver.spans.find((span) => span.name === 'email.send' && Number(span.attributes['email.id']) === outboxEmail.id);
+  const isSend = (span: ExportedSpan) => span.name === 'email.send' && Number(span.attributes['email.id']) === outboxEmail.id;
+  const sentSpan = () => receiver.spans.find(isSend);
   while (!sentSpan()) await nextTurn();
   expect(sentSpan()!.parentSpanId || undefined).toBeUndefined();
   expect(sentSpan()!.attributes).toMatchObject({ 'email.attempt': 1, 'email.outcome': 'sent' });
@@ -289,4 +303,4 @@ test('without an OTLP endpoint no tracing module is loaded; with one, they are',
 
   const set = await loadedModules({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint });
   expect(set.filter(isTracing).length).toBeGreaterThan(0);
-});
+}, 180_000);

@@ -279,7 +279,8 @@ export class OutboxWorker {
     return inSpan('email.send', attributes, async (span) => {
       const started = performance.now();
       try {
-        const delivery = this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
+        const message = { id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody };
+        const delivery = this.transport.deliver(message);
         const outcome = await settled(delivery, this.options.leaseMs / 2, this.abandon.signal);
         if (outcome === 'sent') this.recordDeliveryTime(performance.now() - started);
         span?.setAttribute('email.outcome', outcome);
