@@ -65,6 +65,8 @@ export interface Config {
   eventHeartbeatSeconds?: number;
   /** GraphQL subscriptions one process holds at most; more are refused with 503 (clients go elsewhere). */
   maxSubscriptions: number;
+  /** Traces over OTLP (src/tracing/setup.ts, which reads the other OTEL_* variables through the SDK); off without an endpoint. */
+  tracing: boolean;
 }
 
 export interface MetricsConfig {
@@ -255,5 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
     eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
     maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
+    tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
   };
 }

@@ -52,15 +52,16 @@ export function requestIdFor(header: string | undefined): string {
 }
 
 /**
- * The logger of one request: `requestId` on every line. Handed down explicitly rather than found
+ * The logger of one request: `requestId` on every line (and, when tracing, `traceId` and `spanId` of
+ * its server span). Handed down explicitly rather than found
  * through an AsyncLocalStorage, whose hooks Node 20 runs for every promise of the process (10-20 % of
  * a small request's CPU, measured). The child logger is made when the request first uses it: most
  * requests write no line of their own (the request line is written apart), and making one for each
  * was about 1.5 % of a small request's CPU.
  */
-export function requestLogger(log: Logger, requestId: string): Logger {
+export function requestLogger(log: Logger, requestId: string, trace?: { traceId: string; spanId: string }): Logger {
   let child: Logger | undefined;
-  const made = () => (child ??= log.child({ requestId }));
+  const made = () => (child ??= log.child(trace ? { requestId, ...trace } : { requestId }));
   return new Proxy(log, {
     get(_parent, property) {
       const value: unknown = Reflect.get(made(), property);

@@ -70,6 +70,8 @@ export async function startServer(
     throw error;
   }
   const log = options.logger ?? processLogger;
+  const tracing = config.tracing ? await startTracing() : undefined;
+  tracing?.tracePool(database.pool);
   // One view of the database for the whole process: requests and background work report to it.
   const databaseStatus = new DatabaseStatus(database.sql, log);
   const unlessOutage = (message: string) => (error: unknown) => void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
@@ -127,9 +129,13 @@ export async function startServer(
       await stopListening();
       databaseStatus.stop();
       await opened.close();
+      await tracing?.shutdown();
     },
   };
 }
+
+/** Loaded only when configured: without an OTLP endpoint no OpenTelemetry module is loaded at all. */
+const startTracing = async () => (await import('./tracing/setup.js')).startTracing();
 
 type Handler = (request: Request, env?: unknown) => Response | Promise<Response>;
 

@@ -14,6 +14,8 @@ import type { AnswerReservations } from '../http/memory-budget.js';
 import { encodedBodyResponse } from '../http/response-body.js';
 import { logger, type Logger } from '../logging.js';
 import { graphqlMetrics } from '../metrics/graphql.js';
+import { graphqlTracing } from '../tracing/graphql.js';
+import { tracing } from '../tracing/spans.js';
 import { authPlugin } from './auth-plugin.js';
 import { privatelyCacheable } from './cacheable-get.js';
 import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
@@ -239,6 +241,8 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     },
     plugins: [
       serverContextOfRequest,
+      // Outermost: its spans time each phase whole.
+      ...(tracing ? [graphqlTracing()] : []),
       // First: it times and counts every execution, those the plugins below stop early included.
       ...(app.metrics ? graphqlMetrics(app.metrics) : []),
       heldLinesWritten,

@@ -1,9 +1,10 @@
 // The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
 // sessions), the sign-in, password reset and invitation acceptance pages,
 // health check and probes, JSON 404s; a request id, the client's address, its scheme and one log line
-// per request; JSON 503s while the database is unreachable; the origin check of forms and /json.
+// per request (and, when tracing, its server span); JSON 503s while the database is unreachable; the
+// origin check of forms and /json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler, type Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { ServerContext } from '../server-context.js';
@@ -12,11 +13,12 @@ import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
 import { logger as processLogger, requestIdFor, requestLogger, type Logger } from '../logging.js';
 import { METRICS_PATH, metricsEndpoint } from '../metrics/endpoint.js';
-import { httpMetrics } from '../metrics/http.js';
+import { httpMetrics, requestRoutes, UNMATCHED } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, csrfFailedResponse, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
-import { clientAddress, clientAddressOf, forwardedSchemeOf } from './client-address.js';
+import { tracing, traceFieldsOf, type Span } from '../tracing/spans.js';
+import { clientAddress, clientAddressOf, forwardedSchemeOf, peerTrustedBy } from './client-address.js';
 import { secureRequestOf } from './cookies.js';
 import { crossOriginRules, trustedSourceRequired } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
@@ -94,6 +96,15 @@ function loggedPath(path: string): string {
 
 const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
 
+/** The route TEMPLATE, never the path (which may hold an e-mail address or a token). */
+function describeServerSpan(span: Span, method: string, route: string, status: number): void {
+  if (route !== UNMATCHED) {
+    span.updateName(`${method} ${route}`);
+    span.setAttribute('http.route', route);
+  }
+  span.setAttribute('http.response.status_code', status);
+}
+
 export interface HttpApp {
   http: Hono;
   /** The GraphQL door, which WebSocket connections reach too (src/graphql/websocket.ts). */
@@ -119,15 +130,18 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   const memory = app.memoryBudget;
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
-  http.use(async (c, next) => {
+  const routeOf = requestRoutes(restRoutes);
+  const served = async (c: Context, next: Next, span?: Span) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
     const incoming = incomingOf(c);
     const client = incoming ? addressOf(incoming) : '';
+    const trace = span && traceFieldsOf(span);
     c.set('clientAddress', client);
     c.set('secure', secureRequest(incoming));
-    c.set('log', requestLogger(log, requestId));
+    c.set('log', requestLogger(log, requestId, trace));
     const started = performance.now();
-    requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
+    const received = { requestId, method: c.req.method, path: loggedPath(c.req.path) };
+    requestLine.debug(trace ? { ...received, ...trace } : received, 'request received');
     await next();
     setResponseHeader(c, 'X-Request-Id', requestId);
     // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
@@ -137,7 +151,18 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
     const ms = Math.round(performance.now() - started);
     // Orchestrators probe every few seconds: their successes would drown the log.
     const level = isProbe(c.req.path) && c.res.ok ? 'debug' : 'info';
-    requestLine[level]({ requestId, method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client }, 'request');
+    const line = { requestId, method: c.req.method, path: loggedPath(c.req.path), status: c.res.status, ms, client };
+    requestLine[level](trace ? { ...line, ...trace } : line, 'request');
+    if (span) describeServerSpan(span, c.req.method, routeOf(c)[1], c.res.status);
+  };
+  // A caller's `traceparent` is believed from a trusted proxy only; anyone else's request starts a trace of its own.
+  const traceparentTrusted = peerTrustedBy(app.config.trustedProxies);
+  http.use((c, next) => {
+    if (!tracing) return served(c, next);
+    const incoming = incomingOf(c);
+    const trusted = incoming !== undefined && traceparentTrusted(incoming);
+    const caller = trusted ? { traceparent: c.req.header('traceparent'), tracestate: c.req.header('tracestate') } : {};
+    return tracing.inServerSpan({ method: c.req.method, ...caller }, (span) => served(c, next, span));
   });
   const standardLimit = bodyLimitOf(MAX_BODY_BYTES, '1 MiB');
   // GraphQL multipart requests are parsed whole before the resolver runs: one largest file and 1 MiB more.

@@ -2,7 +2,8 @@
 // the TCP peer's. With TRUSTED_PROXIES, a request from one of those peers names its client in
 // X-Forwarded-For or Forwarded (RFC 7239 `for=`): the nearest address not in the list, walked as
 // Express's proxy-addr walks it (ports some proxies add are dropped, so they do not split a
-// client). From any other peer those headers are ignored: anyone can write them.
+// client). From any other peer those headers are ignored: anyone can write them (so is a traceparent:
+// peerTrustedBy).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import parseForwarded from 'forwarded-parse';
@@ -32,6 +33,13 @@ export function clientAddressOf(trustedProxies: string[]): ClientAddressOf {
   if (trustedProxies.length === 0) return peer;
   const trust: Trust = proxyaddr.compile(trustedProxies);
   return (incoming) => nearestUntrusted(peer(incoming), forwardingChain(incoming.headers), trust);
+}
+
+/** Whether the TCP peer itself is a trusted proxy, whose word about the request is believed (a `traceparent`, say). */
+export function peerTrustedBy(trustedProxies: string[]): (incoming: IncomingMessage) => boolean {
+  if (trustedProxies.length === 0) return () => false;
+  const trust: Trust = proxyaddr.compile(trustedProxies);
+  return (incoming) => trust(incoming.socket.remoteAddress ?? '', 0);
 }
 
 /**

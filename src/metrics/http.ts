@@ -36,8 +36,11 @@ function doorOf(route: string): Door {
   return 'other';
 }
 
-/** Records every request; `restRoutes` names the REST layer's routes (matched here again: a dozen regular expressions). */
-export function httpMetrics(metrics: ServerMetrics, restRoutes: RestRoute[]): MiddlewareHandler {
+/**
+ * The door and route TEMPLATE of a request, once answered; `restRoutes` names the REST layer's routes
+ * (matched here again: a dozen regular expressions).
+ */
+export function requestRoutes(restRoutes: RestRoute[]): (c: Context) => [Door, string] {
   const templates = restRoutes.map((route) => ({ pattern: route.pattern, template: restTemplate(route.pattern) }));
   const restRoute = (path: string) => templates.find((route) => route.pattern.test(path.slice(API_PREFIX.length)))?.template ?? UNMATCHED;
   // The /json twin of a route has the same template under /json.
@@ -45,7 +48,7 @@ export function httpMetrics(metrics: ServerMetrics, restRoutes: RestRoute[]): Mi
     const template = templates.find((route) => route.pattern.test(path.slice(JSON_PREFIX.length)))?.template;
     return template ? `${JSON_PREFIX}${template.slice(API_PREFIX.length)}` : UNMATCHED;
   };
-  const doorAndRoute = (c: Context): [Door, string] => {
+  return (c) => {
     const path = c.req.path;
     if (path === '/graphql') return ['graphql', path];
     if (path.startsWith(`${API_PREFIX}/`)) return ['rest', restRoute(path)];
@@ -53,6 +56,11 @@ export function httpMetrics(metrics: ServerMetrics, restRoutes: RestRoute[]): Mi
     const route = answeringRoute(c);
     return [doorOf(route), route];
   };
+}
+
+/** Records every request. */
+export function httpMetrics(metrics: ServerMetrics, restRoutes: RestRoute[]): MiddlewareHandler {
+  const doorAndRoute = requestRoutes(restRoutes);
   return async (c, next) => {
     const started = performance.now();
     await next();

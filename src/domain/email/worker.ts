@@ -16,6 +16,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promi
 import type { DatabaseClient } from '../../db/database.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
 import { logger } from '../../logging.js';
+import { detached, inSpan, tracing } from '../../tracing/spans.js';
 import type { MailTransport } from './transport.js';
 
 export interface OutboxOptions {
@@ -114,7 +115,8 @@ export class OutboxWorker {
       return;
     }
     clearTimeout(this.timer);
-    this.pass = this.runPass().finally(() => {
+    // A request that queued mail wakes the worker: the pass is not part of that request's trace.
+    this.pass = detached(() => this.runPass()).finally(() => {
       this.pass = null;
       if (this.wakeAgain) {
         this.wakeAgain = false;
@@ -269,19 +271,28 @@ export class OutboxWorker {
     return organizationId <= this.lastOrganization ? organizationId + 2 ** 31 : organizationId;
   }
 
-  /** Attempts one e-mail; a failure is recorded at once, an abandoned attempt (stop) not at all. */
-  private async attempt(email: ClaimedEmail): Promise<Outcome> {
-    const started = performance.now();
-    try {
-      const delivery = this.transport.deliver({ id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody });
-      const outcome = await settled(delivery, this.options.leaseMs / 2, this.abandon.signal);
-      if (outcome === 'sent') this.recordDeliveryTime(performance.now() - started);
-      return outcome;
-    } catch (error) {
-      this.recordDeliveryTime(performance.now() - started);
-      await this.recordFailure(email, error);
-      return 'failed';
-    }
+  /**
+   * Attempts one e-mail, in a trace of its own (its id and attempt, never its address or content); a
+   * failure is recorded at once, an abandoned attempt (stop) not at all.
+   */
+  private attempt(email: ClaimedEmail): Promise<Outcome> {
+    const attributes = { 'email.id': email.id, 'email.attempt': email.attempts };
+    return inSpan('email.send', attributes, async (span) => {
+      const started = performance.now();
+      try {
+        const message = { id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody };
+        const delivery = this.transport.deliver(message);
+        const outcome = await settled(delivery, this.options.leaseMs / 2, this.abandon.signal);
+        if (outcome === 'sent') this.recordDeliveryTime(performance.now() - started);
+        span?.setAttribute('email.outcome', outcome);
+        return outcome;
+      } catch (error) {
+        if (span) tracing?.fail(span, 'EmailDeliveryFailed');
+        this.recordDeliveryTime(performance.now() - started);
+        await this.recordFailure(email, error);
+        return 'failed';
+      }
+    }, { root: true });
   }
 
   private recordDeliveryTime(ms: number): void {

@@ -7,6 +7,7 @@ import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from '../auth/authenticate.js';
 import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
 import { removeExpiredSessions } from '../auth/sessions.js';
+import { activeTraceContext, inSpan, type Span } from '../../tracing/spans.js';
 import type { EventReader } from './reader.js';
 import { positionCommittedEvents } from './positions.js';
 import {
@@ -53,6 +54,8 @@ class WaitingPoll {
   private unsubscribe: () => void = () => {};
   private unwatch: () => void = () => {};
   readonly until = Date.now() + LONGEST_WAIT_SECS * 1000;
+  /** The waiting request's trace: an answer the event reader or a takeover starts belongs there. */
+  private readonly trace = activeTraceContext();
 
   constructor(
     private readonly polls: EventPolls,
@@ -85,13 +88,13 @@ class WaitingPoll {
       this.checkAgain = true;
       return;
     }
-    this.checking = (async () => {
+    this.checking = this.delivering(async (span) => {
       do {
         this.checkAgain = false;
         const events = await queuedEvents(this.polls.app, this.queue, this.polls.realmEmoji);
-        if (events.length > 0) return this.finish(events);
+        if (events.length > 0) return this.finish(events, span);
       } while (this.checkAgain && !this.done);
-    })()
+    })
       .catch((error) => this.fail(error))
       .finally(() => (this.checking = undefined));
   }
@@ -108,8 +111,15 @@ class WaitingPoll {
   /** Answers at once with what the queue holds (often nothing). */
   async answerNow(): Promise<void> {
     if (this.done) return;
-    const events = await queuedEvents(this.polls.app, this.queue, this.polls.realmEmoji).catch(() => []);
-    await this.finish(events);
+    await this.delivering(async (span) => {
+      const events = await queuedEvents(this.polls.app, this.queue, this.polls.realmEmoji).catch(() => []);
+      await this.finish(events, span);
+    });
+  }
+
+  /** A delivery's span (reading the queue, answering) in the waiting request's trace. */
+  private delivering<T>(work: (span: Span | undefined) => Promise<T>): Promise<T> {
+    return inSpan('events.deliver', {}, work, { parent: this.trace });
   }
 
   private stop(): boolean {
@@ -122,8 +132,9 @@ class WaitingPoll {
     return true;
   }
 
-  private async finish(events: DeliveredEvent[]): Promise<void> {
+  private async finish(events: DeliveredEvent[], span?: Span): Promise<void> {
     if (!this.stop()) return;
+    span?.setAttribute('events.count', events.length);
     await endWaiting(this.polls.app.sql, this.queue.id, this.until).catch(() => {});
     this.resolve({ events, queueId: this.queue.id });
   }
