@@ -376,12 +376,13 @@ describe('SQL statements per request', () => {
   });
   afterAll(() => counting.close());
 
-  const request = (world: World, ids: string[]) =>
+  const send = (world: World, document: Parameters<typeof print>[0], variables: object) =>
     counting.request('/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: world.users.member.auth },
-      body: JSON.stringify({ query: print(NodesByIds), variables: { ids } }),
+      body: JSON.stringify({ query: print(document), variables }),
     });
+  const request = (world: World, ids: string[]) => send(world, NodesByIds, { ids });
 
   test('nodes reads each type once, however many of its ids are asked for', async () => {
     const world = await createWorld(counting.prisma);
@@ -395,4 +396,45 @@ describe('SQL statements per request', () => {
     expect((await many.response.json()).data.nodes.filter((n: unknown) => n !== null)).toHaveLength(emoji.length + users.length);
     expect(many.statements).toBe(one.statements);
   });
+
+  test('node and nodes fields of one request share the batch of each type', async () => {
+    const world = await createWorld(counting.prisma);
+    const [first, second, third] = await Promise.all(['green_tick', 'lighthouse', 'retired_logo'].map((name) => world.emojiId(name)));
+    const emoji = [first!, second!, third!].map((id) => globalId('CustomEmoji', id));
+    const users = [world.users.owner.id, world.users.admin.id, world.users.guest.id].map((id) => globalId('User', id));
+    await request(world, [users[0]!]); // the member's credentials cached, as they are for the others
+    const oneField = await request(world, [...emoji, ...users]);
+    const variables = { a: emoji[0], b: users[0], ids: [emoji[1], users[1]], c: emoji[2], d: users[2] };
+    const severalFields = await send(world, SeveralNodeFields, variables);
+    const data = (await severalFields.response.json()).data;
+    expect([data.a, data.b, ...data.nodes, data.c, data.d].map((n: { globalId: string }) => n.globalId)).toEqual([
+      emoji[0],
+      users[0],
+      emoji[1],
+      users[1],
+      emoji[2],
+      users[2],
+    ]);
+    expect(severalFields.statements).toBe(oneField.statements);
+  });
 });
+
+const SeveralNodeFields = graphql(`
+  query SeveralNodeFields($a: ID!, $b: ID!, $ids: [ID!]!, $c: ID!, $d: ID!) {
+    a: node(id: $a) {
+      globalId
+    }
+    b: node(id: $b) {
+      globalId
+    }
+    nodes(ids: $ids) {
+      globalId
+    }
+    c: node(id: $c) {
+      globalId
+    }
+    d: node(id: $d) {
+      globalId
+    }
+  }
+`);
