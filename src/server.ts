@@ -88,7 +88,12 @@ export async function startServer(
           ...options.outbox,
         });
   const caches = createProcessCaches();
-  const rateLimiter = new RateLimiter(database.sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
+  const rateLimiter = new RateLimiter(database.sql, {
+    perUser: config.rateLimits,
+    perAddress: config.addressRateLimits,
+    failedLogins: config.failedLoginLimit,
+    signIn: config.signInLimit,
+  });
   const app: AppContext = {
     prisma: database.prisma,
     sql: database.sql,

@@ -1,12 +1,14 @@
 // The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
 // sessions), the sign-in, password reset and invitation acceptance pages,
-// health check and probes, JSON 404s; a request id, the client's address and one log line per
+// health check and probes, JSON 404s; a request id, the client's address (and a warning when
+// forwarding headers come from an untrusted peer), the rate limits' headers and one log line per
 // request; JSON 503s while the database is unreachable.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { AppContext } from '../app-context.js';
+import { RateLimitReport } from '../domain/auth/rate-limit.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
@@ -16,7 +18,7 @@ import { httpMetrics } from '../metrics/http.js';
 import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
-import { clientAddressOf } from './client-address.js';
+import { clientAddressOf, untrustedForwardingWarning } from './client-address.js';
 import { crossOriginRules } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
@@ -59,6 +61,8 @@ declare module 'hono' {
     clientAddress: string;
     /** Set by the first middleware: the request's logger (its id on every line). */
     log: Logger;
+    /** Set by the first middleware: the limiters that ran for the request (its answer's X-RateLimit-* headers). */
+    rateLimits: RateLimitReport;
   }
 }
 
@@ -77,6 +81,15 @@ function setResponseHeader(c: Context, name: string, value: string): void {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (outgoing) outgoing.setHeader(name, value);
   else c.res.headers.set(name, value);
+}
+
+/** rate-limits.md section 1: on every answer where a limiter ran, none elsewhere. */
+function setRateLimitHeaders(c: Context, report: RateLimitReport): void {
+  const summary = report.summary();
+  if (!summary) return;
+  setResponseHeader(c, 'X-RateLimit-Limit', String(summary.limit));
+  setResponseHeader(c, 'X-RateLimit-Remaining', String(summary.remaining));
+  setResponseHeader(c, 'X-RateLimit-Reset', String(summary.reset));
 }
 
 const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
@@ -112,19 +125,30 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
+  const warnOfUntrustedForwarding = untrustedForwardingWarning(app.config.trustedProxies, (peer, headers) =>
+    log.warn(
+      { peer, headers },
+      'forwarding headers from a peer not in TRUSTED_PROXIES are ignored: every client behind that peer counts as its address,' +
+        ' so failed logins from one lock out all; set TRUSTED_PROXIES to the proxy (said at most every 10 minutes)',
+    ),
+  );
   const memory = memoryBudgetOf(app);
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
     const incoming = incomingOf(c);
+    if (incoming) warnOfUntrustedForwarding(incoming);
     const client = incoming ? addressOf(incoming) : '';
+    const rateLimits = new RateLimitReport();
     c.set('clientAddress', client);
     c.set('log', requestLogger(log, requestId));
+    c.set('rateLimits', rateLimits);
     const started = performance.now();
     requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
     await next();
     setResponseHeader(c, 'X-Request-Id', requestId);
+    setRateLimitHeaders(c, rateLimits);
     // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
     // A client that asks again at once on a kept-alive connection (a long poll, answered at once
     // while draining) would otherwise never leave it idle, and the drain would never end.
@@ -173,7 +197,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer }));
+      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer, rateLimits: c.get('rateLimits') }));
     } catch (error) {
       const unavailable = database.noteFailure(error, c.get('log'));
       if (unavailable) return graphqlUnavailable(unavailable);
@@ -187,9 +211,9 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountSignInPages(http, app);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database }));
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, rateLimits: c.get('rateLimits') }));
   const jsonDoor = sessionDoor(app.config.serverUrl);
-  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door: jsonDoor }));
+  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door: jsonDoor, rateLimits: c.get('rateLimits') }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error, c) => {
     const requestLog = c.get('log') ?? log;

@@ -93,3 +93,30 @@ function splitElements(header: string): string[] {
   elements.push(current);
   return elements.map((element) => element.trim());
 }
+
+/** Headers by which a proxy names its client, or the scheme the client reached it by. */
+const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-forwarded-proto'] as const;
+/** A warning about untrusted forwarding headers is repeated at most this often. */
+export const UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS = 10 * 60 * 1000;
+
+/**
+ * Warns, at most once per interval, when forwarding headers arrive from a peer not in
+ * TRUSTED_PROXIES: behind a proxy the setting does not name, every client is the proxy's address,
+ * so the limits per address (failed logins, unauthenticated requests) hold all of them together.
+ */
+export function untrustedForwardingWarning(
+  trustedProxies: string[],
+  warn: (peer: string, headers: string[]) => void,
+  now: () => number = Date.now,
+): (incoming: IncomingMessage) => void {
+  const trusted: Trust = trustedProxies.length > 0 ? proxyaddr.compile(trustedProxies) : () => false;
+  let quietUntil = 0;
+  return (incoming) => {
+    const { headers } = incoming;
+    if (headers['x-forwarded-for'] === undefined && headers.forwarded === undefined && headers['x-forwarded-proto'] === undefined) return;
+    const peer = incoming.socket.remoteAddress ?? '';
+    if (now() < quietUntil || trusted(peer, 0)) return;
+    quietUntil = now() + UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS;
+    warn(peer, FORWARDING_HEADERS.filter((name) => headers[name] !== undefined));
+  };
+}

@@ -11,5 +11,6 @@ import './invitation.js';
 import './invitation-management.js';
 import './direct-message.js';
 import './live-updates.js';
+import './rate-limit.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

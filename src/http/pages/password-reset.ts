@@ -6,6 +6,7 @@ import type { AppContext } from '../../app-context.js';
 import { completePasswordReset, INVALID_LINK, requestPasswordReset, resetLinkAccount, type ResetLink } from '../../domain/auth/password-reset.js';
 import { html } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
+import { addressLimitRefusal } from './address-limit.js';
 import { formCsrfFailure } from '../cookies.js';
 import { page, redirect } from './layout.js';
 import { CSRF_FIELD, csrfRefusal, FORM_LIMIT, formCsrf, formFields, LOGIN_PATH } from './sign-in.js';
@@ -64,6 +65,8 @@ const completePage = () =>
 const linkOf = (c: Context): ResetLink => ({ uid: c.req.param('uid') ?? '', token: c.req.param('token') ?? '' });
 
 async function submitRequest(app: AppContext, c: Context): Promise<Response> {
+  const limited = await addressLimitRefusal(app, c);
+  if (limited) return limited;
   const fields = await formFields(c);
   const refused = formCsrfFailure(c.req.raw, app.config.serverUrl, fields[CSRF_FIELD]);
   if (refused) return csrfRefusal(refused);
@@ -77,6 +80,8 @@ async function showLink(app: AppContext, c: Context): Promise<Response> {
 }
 
 async function submitNewPassword(app: AppContext, c: Context): Promise<Response> {
+  const limited = await addressLimitRefusal(app, c);
+  if (limited) return limited;
   const fields = await formFields(c);
   const refused = formCsrfFailure(c.req.raw, app.config.serverUrl, fields[CSRF_FIELD]);
   if (refused) return csrfRefusal(refused);
