@@ -44,7 +44,13 @@ export interface RequestBudget {
 
 export const anonymousCaller = (): Caller => ({ actor: null, authError: null, credentials: null });
 
-export function newContext(app: AppContext, caller: Caller, log: Logger, answer?: AnswerReservations, budget?: RequestBudget): GraphQLContext {
+export function newContext(
+  app: AppContext,
+  caller: Caller,
+  log: Logger,
+  answer?: AnswerReservations,
+  budget?: RequestBudget,
+): GraphQLContext {
   return { app, ...caller, loaders: new Loaders(app), log, answer, budget };
 }
 

@@ -121,7 +121,12 @@ function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: numbe
 }
 
 /** The cost of an operation as the limit computes it (list fields count LIST_COST_FACTOR times). */
-export function documentCost(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>, operationName?: string): number {
+export function documentCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  operationName?: string,
+): number {
   return getComplexity({ schema, query: document, variables, operationName, estimators: [listCost] });
 }
 

@@ -3,7 +3,14 @@
 // answers, and the per-user rate limit: one request per operation (none for a dry run of
 // Query.rateLimit), one more for every mutation field past the first; extensions.cost on request.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { getOperationAST, Kind, type DocumentNode, type ExecutionArgs, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
+import {
+  getOperationAST,
+  Kind,
+  type DocumentNode,
+  type ExecutionArgs,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { createGraphQLError, createYoga, isAsyncIterable, maskError, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
 import { authenticateRequest, authenticateSession, authenticateUncounted } from '../domain/auth/authenticate.js';
@@ -85,7 +92,8 @@ export async function identifyCaller(app: AppContext, offered: OfferedCredential
   const { authorization, sessionToken } = offered;
   try {
     if (authorization) {
-      const actor = counted ? await authenticateRequest(app, authorization, clientAddress) : await authenticateUncounted(app, authorization, clientAddress);
+      const authenticated = counted ? authenticateRequest : authenticateUncounted;
+      const actor = await authenticated(app, authorization, clientAddress);
       return { actor, authError: null, credentials: { authorization } };
     }
     if (!sessionToken) return anonymousCaller();
@@ -207,7 +215,8 @@ const costExtension: Plugin = {
     const budget = serverContexts.get(request)?.budget;
     if (!budget || budget.cost === null || Array.isArray(result) || isAsyncIterable(result)) return;
     const single = result as { extensions?: Record<string, unknown> };
-    setResult({ ...single, extensions: { ...single.extensions, cost: { requestedQueryCost: budget.cost, maximumAvailable: budget.maxCost } } } as typeof result);
+    const cost = { requestedQueryCost: budget.cost, maximumAvailable: budget.maxCost };
+    setResult({ ...single, extensions: { ...single.extensions, cost } } as typeof result);
   },
 };
 
@@ -226,7 +235,7 @@ const callerOf = (context: object) => (context as Partial<ServerContext>).caller
 
 /**
  * An APQ registration makes the server keep a document: a caller without credentials pays for it
- * against the rate limit by its address (an authenticated request has counted already).
+ * against the rate limit by its address (an authenticated request counts as one anyway).
  */
 function registrationCounter(app: AppContext) {
   return async (context: object) => {
@@ -334,7 +343,8 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       const body = { errors: [{ message: error.message, extensions: { code: error.code, ...error.data } }] };
-      return new Response(JSON.stringify(body), { status: error.status, headers: { 'Content-Type': 'application/json', ...error.headers } });
+      const headers = { 'Content-Type': 'application/json', ...error.headers };
+      return new Response(JSON.stringify(body), { status: error.status, headers });
     }
   };
   const serve = (request: Request, context: ServerContext) => {
@@ -347,7 +357,9 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     async handle(
       request: Request,
-      { clientAddress, log, answer, rateLimits = new RateLimitReport() }: Omit<ServerContext, 'caller' | 'budget'> & { rateLimits?: RateLimitReport },
+      { clientAddress, log, answer, rateLimits = new RateLimitReport() }: Omit<ServerContext, 'caller' | 'budget'> & {
+        rateLimits?: RateLimitReport;
+      },
     ): Promise<Response> {
       if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };

@@ -197,7 +197,8 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      return await memory.answering((answer) => graphql.handle(c.req.raw, { clientAddress: clientAddress(c), log: c.get('log'), answer, rateLimits: c.get('rateLimits') }));
+      const scope = { clientAddress: clientAddress(c), log: c.get('log'), rateLimits: c.get('rateLimits') };
+      return await memory.answering((answer) => graphql.handle(c.req.raw, { ...scope, answer }));
     } catch (error) {
       const unavailable = database.noteFailure(error, c.get('log'));
       if (unavailable) return graphqlUnavailable(unavailable);
@@ -211,9 +212,10 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountSignInPages(http, app);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, rateLimits: c.get('rateLimits') }));
+  const restScope = (c: Context) => ({ clientAddress: clientAddress(c), log: c.get('log'), database, rateLimits: c.get('rateLimits') });
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, restScope(c)));
   const jsonDoor = sessionDoor(app.config.serverUrl);
-  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door: jsonDoor, rateLimits: c.get('rateLimits') }));
+  http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { ...restScope(c), door: jsonDoor }));
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error, c) => {
     const requestLog = c.get('log') ?? log;

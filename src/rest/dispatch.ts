@@ -124,7 +124,8 @@ export async function dispatchRest(routes: RestRoute[], request: Request, app: A
     const url = new URL(request.url);
     const matched = matchRoute(routes, url.pathname.slice(door.prefix.length));
     if (!matched || !door.serves(matched.route)) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, url.searchParams, app, { clientAddress: options.clientAddress, log, door, rateLimits: options.rateLimits });
+    const scope = { clientAddress: options.clientAddress, log, door, rateLimits: options.rateLimits };
+    return await dispatchMethod(matched.route, matched.pathParams, request, url.searchParams, app, scope);
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
@@ -143,7 +144,14 @@ interface RequestScope {
   rateLimits?: RateLimitReport;
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, query: URLSearchParams, app: AppContext, { clientAddress, log, door, rateLimits }: RequestScope) {
+async function dispatchMethod(
+  route: RestRoute,
+  path: Record<string, string>,
+  request: Request,
+  query: URLSearchParams,
+  app: AppContext,
+  { clientAddress, log, door, rateLimits }: RequestScope,
+) {
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
     return new Response(null, { status: 204, headers: { Allow: declaredMethods(route).sort().join(', ') } });
@@ -161,7 +169,12 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
   return handler!({ ...caller, params, path, app, request, log });
 }
 
-async function authenticateCaller(request: Request, app: AppContext, clientAddress: string, rateLimits?: RateLimitReport): Promise<Authenticated> {
+async function authenticateCaller(
+  request: Request,
+  app: AppContext,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Authenticated> {
   const header = request.headers.get('authorization');
   if (header) return { actor: await authenticateRequest(app, header, clientAddress, rateLimits), credentials: { authorization: header } };
   if (prefersHtml(request.headers.get('accept') ?? '')) {

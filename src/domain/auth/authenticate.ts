@@ -126,7 +126,12 @@ export async function authenticateApiKey(prisma: Prisma, apiKey: string, usernam
  * login counts against the client address, which is refused with RATE_LIMIT_HIT (valid credentials
  * too) once over its limit.
  */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string, clientAddress: string, rateLimits?: RateLimitReport): Promise<Actor> {
+export async function authenticateRequest(
+  app: AppContext,
+  authorizationHeader: string,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Actor> {
   const actor = await authenticateUncounted(app, authorizationHeader, clientAddress);
   await app.rateLimiter.hit(actor.id, 1, clientAddress, rateLimits);
   return actor;

@@ -42,7 +42,8 @@ function parseRuleList(text: string | undefined, variable: string, defaults: Rat
 export const parseRateRules = (text: string | undefined): RateRule[] => parseRuleList(text, 'API_RATE_LIMIT', DEFAULT_RATE_RULES);
 
 /** API_IP_RATE_LIMIT: `100/60` (requests/seconds rules, comma-separated); `off` disables the limit. */
-export const parseAddressRateRules = (text: string | undefined): RateRule[] => parseRuleList(text, 'API_IP_RATE_LIMIT', DEFAULT_ADDRESS_RATE_RULES);
+export const parseAddressRateRules = (text: string | undefined): RateRule[] =>
+  parseRuleList(text, 'API_IP_RATE_LIMIT', DEFAULT_ADDRESS_RATE_RULES);
 
 /** The reference's `authenticate_by_username`: 5 sign-in attempts per address in 30 minutes. */
 export const DEFAULT_SIGN_IN_RULE: RateRule = { windowSeconds: 1800, maxRequests: 5 };
@@ -252,8 +253,15 @@ export class FailedLoginLockouts implements NotificationSubscriber {
   }
 }
 
-/** The rule whose window is the longest: the one the headers describe. */
-const longestRule = (rules: RateRule[]) => rules.reduce((longest, rule) => (rule.windowSeconds > longest.windowSeconds ? rule : longest));
+/** A limiter's state: its longest-window rule's limit and what is left of it, and when its last window ends. */
+function limiterState(counters: { rule: RateRule; counter: Counter }[]): LimiterState {
+  const longest = counters.reduce((found, entry) => (entry.rule.windowSeconds > found.rule.windowSeconds ? entry : found));
+  return {
+    limit: longest.rule.maxRequests,
+    remaining: Math.max(0, longest.rule.maxRequests - longest.counter.count),
+    resetAt: Math.max(...counters.map(({ counter }) => counter.windowEnd)),
+  };
+}
 
 export class RateLimiter {
   /** Subscribe it to the process's notifications (src/db/notifications.ts) to spare the failures' statement. */
@@ -280,7 +288,8 @@ export class RateLimiter {
    * address is locked out by failed logins.
    */
   async hit(userId: number, weight = 1, clientAddress?: string, report?: RateLimitReport): Promise<void> {
-    const limiters = this.limitsUsers ? [{ kind: 'per_user' as const, rules: this.limits.perUser, keyOf: (rule: RateRule) => userKey(userId, rule), weight }] : [];
+    const limiters: Limiter[] = [];
+    if (this.limitsUsers) limiters.push({ kind: 'per_user', rules: this.limits.perUser, keyOf: (rule) => userKey(userId, rule), weight });
     await this.count(limiters, clientAddress, report);
   }
 
@@ -290,7 +299,8 @@ export class RateLimiter {
    */
   async hitAddress(clientAddress: string, weight = 1, report?: RateLimitReport): Promise<void> {
     if (!this.limitsUsers) return;
-    await this.count([{ kind: 'per_user', rules: this.limits.perUser, keyOf: (rule) => addressKey(clientAddress, rule), weight }], undefined, report);
+    const limiter: Limiter = { kind: 'per_user', rules: this.limits.perUser, keyOf: (rule) => addressKey(clientAddress, rule), weight };
+    await this.count([limiter], undefined, report);
   }
 
   /** Counts one request to a route that needs no credentials against the client address (`api_by_ip`). */
@@ -325,7 +335,8 @@ export class RateLimiter {
     const rule = this.limits.failedLogins;
     if (!rule) return;
     const now = this.now();
-    const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), failureKey(clientAddress), rule.windowSeconds, rule.maxRequests]);
+    const key = failureKey(clientAddress);
+    const counters = await this.sql.rows<Counter>(COUNT_FAILURE, [new Date(now).toISOString(), key, rule.windowSeconds, rule.maxRequests]);
     const over = counters.find((counter) => counter.count > rule.maxRequests);
     if (!over) return;
     this.lockouts.note(over.key, over.windowEnd);
@@ -372,12 +383,10 @@ export class RateLimiter {
     if (lockout) throw this.lockedOut(lockout.windowEnd, now, report);
     let refusal: { kind: RefusalKind; windowEnd: number } | null = null;
     for (const limiter of limiters) {
-      const mine = counted.filter((entry) => entry.limiter === limiter).map((entry) => ({ rule: entry.rule, counter: byKey.get(entry.key)! }));
-      const longest = longestRule(limiter.rules);
-      const longestCount = mine.find((entry) => entry.rule === longest)!.counter.count;
-      const over = mine.filter((entry) => entry.counter.count > entry.rule.maxRequests);
-      report?.note({ limit: longest.maxRequests, remaining: Math.max(0, longest.maxRequests - longestCount), resetAt: Math.max(...mine.map((entry) => entry.counter.windowEnd)) }, over.length > 0);
-      const end = Math.max(0, ...over.map((entry) => entry.counter.windowEnd));
+      const counters = limiter.rules.map((rule) => ({ rule, counter: byKey.get(limiter.keyOf(rule))! }));
+      const over = counters.filter(({ rule, counter }) => counter.count > rule.maxRequests);
+      report?.note(limiterState(counters), over.length > 0);
+      const end = Math.max(0, ...over.map(({ counter }) => counter.windowEnd));
       if (over.length > 0 && (!refusal || end > refusal.windowEnd)) refusal = { kind: limiter.kind, windowEnd: end };
     }
     if (refusal) throw this.refusal(refusal.kind, (refusal.windowEnd - now) / 1000);

@@ -22,9 +22,16 @@ const RateLimit = builder.objectRef<RateLimitShape>('RateLimit').implement({
     ' limit, remaining, used and resetAt are null when no per-user\nlimit applies.',
   fields: (t) => ({
     limit: t.exposeInt('limit', { nullable: true, description: 'Requests allowed in the window (X-RateLimit-Limit).' }),
-    remaining: t.exposeInt('remaining', { nullable: true, description: 'Requests left in the window after this one (X-RateLimit-Remaining).' }),
+    remaining: t.exposeInt('remaining', {
+      nullable: true,
+      description: 'Requests left in the window after this one (X-RateLimit-Remaining).',
+    }),
     used: t.exposeInt('used', { nullable: true, description: 'Requests counted in the window: limit - remaining.' }),
-    resetAt: t.expose('resetAt', { type: 'SafeInt', nullable: true, description: 'UNIX time in seconds when the window ends (X-RateLimit-Reset).' }),
+    resetAt: t.expose('resetAt', {
+      type: 'SafeInt',
+      nullable: true,
+      description: 'UNIX time in seconds when the window ends (X-RateLimit-Reset).',
+    }),
     cost: t.exposeInt('cost', { description: "This document's computed cost (list fields count 10 times)." }),
     maxCost: t.exposeInt('maxCost', { description: 'The largest cost a document may have for this caller.' }),
   }),
@@ -54,7 +61,8 @@ builder.queryField('rateLimit', (t) =>
   t.field({
     type: RateLimit,
     description:
-      "Your rate limit and this document's cost. dryRun: price the document without running its other\nroot fields, and without counting it against the rate limit.",
+      "Your rate limit and this document's cost. dryRun: price the document without running its other\n" +
+      'root fields, and without counting it against the rate limit.',
     args: { dryRun: t.arg.boolean({ defaultValue: false }) },
     resolve: (_root, _args, context, info) => rateLimitOf(context, info),
   }),

@@ -15,7 +15,8 @@ export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddres
     password: required(text({ allowNul: true })),
     realm: optional(text()),
   });
-  const actor = await signInWithPassword(app, { username: values.username, password: values.password, realm: values.realm, clientAddress, rateLimits });
+  const { username, password, realm } = values;
+  const actor = await signInWithPassword(app, { username, password, realm, clientAddress, rateLimits });
   const apiKey = await currentApiKey(app.prisma, actor.id);
   return successResponse({ api_key: apiKey, email: actor.email, user_id: actor.id }, ignored);
 };
