@@ -10,6 +10,7 @@ import {
   type ExecutionArgs,
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
+  type SelectionNode,
 } from 'graphql';
 import { createGraphQLError, createYoga, isAsyncIterable, maskError, type Plugin } from 'graphql-yoga';
 import type { AppContext } from '../app-context.js';
@@ -160,7 +161,8 @@ function dryRunDocument(document: DocumentNode, operation: OperationDefinitionNo
   if (!byOperation) dryRunDocuments.set(document, (byOperation = new Map()));
   let cut = byOperation.get(operation);
   if (!cut) {
-    const selections = operation.selectionSet.selections.filter((selection) => selection.kind === Kind.FIELD && selection.name.value === 'rateLimit');
+    const isRateLimit = (selection: SelectionNode) => selection.kind === Kind.FIELD && selection.name.value === 'rateLimit';
+    const selections = operation.selectionSet.selections.filter(isRateLimit);
     const only = { ...operation, selectionSet: { ...operation.selectionSet, selections } };
     cut = { ...document, definitions: document.definitions.map((definition) => (definition === operation ? only : definition)) };
     byOperation.set(operation, cut);

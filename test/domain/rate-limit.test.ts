@@ -2,7 +2,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { sqlOver, type Sql } from '../../src/db/sql.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { parseAddressRateRules, parseFailedLoginRule, parseRateRules, parseSignInRule, RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import {
+  parseAddressRateRules,
+  parseFailedLoginRule,
+  parseRateRules,
+  parseSignInRule,
+  RateLimiter,
+} from '../../src/domain/auth/rate-limit.js';
 import { testDatabaseUrl } from '../support/server.js';
 
 let pool: pg.Pool;

@@ -34,7 +34,7 @@ function expectResetWithin(reset: string | null, window: number): void {
   expect(Number(reset)).toBeLessThanOrEqual(now + window);
 }
 
-test('RL1: two requests with Basic credentials: Limit 200, Remaining one less on the second, Reset whole seconds within a minute', async () => {
+test('RL1: two requests with Basic credentials: Limit 200, Remaining one less on the second, Reset within a minute', async () => {
   const first = await callApi(server.url, 'GET', '/attachments', { authorization: w.users.member.auth });
   const second = await callApi(server.url, 'GET', '/attachments', { authorization: w.users.member.auth });
   for (const answer of [first, second]) {
@@ -68,7 +68,8 @@ test('RL3: past 200 requests in a minute: Remaining fell by one per answer, then
   const refused: ApiResponse = await callApi(server.url, 'GET', '/attachments', { authorization: auth });
   expect(refused.status).toBe(429);
   expectMatchesOpenApi('GET', '/attachments', refused);
-  expect(refused.body).toEqual({ result: 'error', msg: 'API usage exceeded rate limit', 'retry-after': expect.any(Number), code: 'RATE_LIMIT_HIT' });
+  const body = { result: 'error', msg: 'API usage exceeded rate limit', 'retry-after': expect.any(Number), code: 'RATE_LIMIT_HIT' };
+  expect(refused.body).toEqual(body);
   expect(refused.headers.get('x-ratelimit-limit')).toBe('200');
   expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
   expectResetWithin(refused.headers.get('x-ratelimit-reset'), 60);
@@ -97,7 +98,8 @@ test('RL7: an allowed origin may read the three headers', async () => {
 
 test('RL8: fetch_api_key with a wrong password, first attempt for the address: 401 with Limit 5, Remaining 4', async () => {
   await givePassword(server.app.prisma, w.users.admin.id);
-  const refused = await callApi(server.url, 'POST', '/fetch_api_key', { form: { username: w.users.admin.email, password: 'wrong password' } });
+  const wrongPassword = { username: w.users.admin.email, password: 'wrong password' };
+  const refused = await callApi(server.url, 'POST', '/fetch_api_key', { form: wrongPassword });
   expect(refused.status).toBe(401);
   expect(rateHeaders(refused.headers)).toMatchObject({ limit: '5', remaining: '4' });
   expectResetWithin(refused.headers.get('x-ratelimit-reset'), 1800);
@@ -152,5 +154,6 @@ test("one statement for a request's limiters together: Basic, session, server_se
   // The address's request, the sign-in attempt and the lockout's check in one; then the failure counted.
   const wrong = () => callApi(server.url, 'POST', '/fetch_api_key', { form: { username: 'nobody@lighthouse.example', password: 'x' } });
   expect(await statementsOf(wrong)).toBe(2);
-  expect(await statementsOf(() => callApi(server.url, 'POST', '/fetch_api_key', { form: { username: 'not an address', password: 'x' } }))).toBe(1);
+  const malformed = () => callApi(server.url, 'POST', '/fetch_api_key', { form: { username: 'not an address', password: 'x' } });
+  expect(await statementsOf(malformed)).toBe(1);
 });

@@ -43,7 +43,8 @@ const wrongKey = (email: string) => basicAuth(email, 'x'.repeat(32));
 function post(url: string, form: Record<string, string>, localAddress: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const body = new URLSearchParams(form).toString();
-    const call = request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, localAddress }, (response) => {
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    const call = request(url, { method: 'POST', headers, localAddress }, (response) => {
       let text = '';
       response.on('data', (chunk) => (text += chunk));
       response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
@@ -129,13 +130,14 @@ describe('without per-user limits (API_RATE_LIMIT=off), lockouts are known from 
     for (let i = 0; i < 4; i++) await get(`${a.url}/api/v1/users/me`, auth, address);
     const signIn = () => post(`${a.url}/api/v1/fetch_api_key`, { username: w.users.guest.email, password: PASSWORD }, address);
     expect((await signIn()).status).toBe(429);
-    await vi.waitFor(async () => expect((await get(`${b.url}/api/v1/users/me`, w.users.guest.auth, address)).status).toBe(429), { timeout: 5000 });
+    const statusOn = async (server: TestServer) => (await get(`${server.url}/api/v1/users/me`, w.users.guest.auth, address)).status;
+    await vi.waitFor(async () => expect(await statusOn(b)).toBe(429), { timeout: 5000 });
 
     await runOnTestDatabase(`DELETE FROM rate_counter WHERE key LIKE 'failed-login:%'`);
     expect((await signIn()).status).toBe(200);
     // API requests check the lockout in memory (no per-user statement to read it with): each process hears of the release.
     for (const server of [a, b]) {
-      await vi.waitFor(async () => expect((await get(`${server.url}/api/v1/users/me`, w.users.guest.auth, address)).status).toBe(200), { timeout: 5000 });
+      await vi.waitFor(async () => expect(await statusOn(server)).toBe(200), { timeout: 5000 });
       expect(server.app.rateLimiter.lockouts.lockedUntil(`failed-login:${address}`)).toBe(0);
     }
   });

@@ -135,7 +135,8 @@ describe('forwarding headers from a peer not in TRUSTED_PROXIES', () => {
     let now = 0;
     const said: string[] = [];
     const check = untrustedForwardingWarning([PROXY], (peer, headers) => said.push(`${peer} ${headers.join(',')}`), () => now);
-    const incoming = (peer: string, headers: Record<string, string>) => ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
+    const incoming = (peer: string, headers: Record<string, string>) =>
+      ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
     check(incoming(PROXY, { 'x-forwarded-for': '203.0.113.1' }));
     check(incoming('192.0.2.1', { forwarded: 'for=203.0.113.1', 'x-forwarded-proto': 'https' }));
     now += UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS - 1;
