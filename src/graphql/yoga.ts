@@ -89,12 +89,18 @@ export interface OfferedCredentials {
  * The caller of the offered credentials; an Authorization header goes before the session cookie.
  * `counted`: false when the request is counted against the per-user limit later (requestCount).
  */
-export async function identifyCaller(app: AppContext, offered: OfferedCredentials, clientAddress: string, counted = true): Promise<Caller> {
+export async function identifyCaller(
+  app: AppContext,
+  offered: OfferedCredentials,
+  clientAddress: string,
+  counted = true,
+  rateLimits?: RateLimitReport,
+): Promise<Caller> {
   const { authorization, sessionToken } = offered;
   try {
     if (authorization) {
       const authenticated = counted ? authenticateRequest : authenticateUncounted;
-      const actor = await authenticated(app, authorization, clientAddress);
+      const actor = await authenticated(app, authorization, clientAddress, rateLimits);
       return { actor, authError: null, credentials: { authorization } };
     }
     if (!sessionToken) return anonymousCaller();
@@ -365,7 +371,7 @@ export function createGraphQLHandler(app: AppContext, database: DatabaseStatus) 
     ): Promise<Response> {
       if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, app.config.serverUrl) };
-      const caller = await identifyCaller(app, offered, clientAddress, false);
+      const caller = await identifyCaller(app, offered, clientAddress, false, rateLimits);
       const maxCost = app.config.graphqlLimits[caller.actor ? 'authenticated' : 'anonymous'].cost;
       const budget: RequestBudget = { rateLimits, counted: false, cost: null, maxCost };
       const served = await serve(request, { caller, clientAddress, log, answer, budget });

@@ -157,3 +157,25 @@ test("one statement for a request's limiters together: Basic, session, server_se
   const malformed = () => callApi(server.url, 'POST', '/fetch_api_key', { form: { username: 'not an address', password: 'x' } });
   expect(await statementsOf(malformed)).toBe(1);
 });
+
+test('API_IP_RATE_LIMIT: past it the forms answer a 429 page, server_settings the 429 envelope, with Retry-After', async () => {
+  // A window of its own length: its counter (per address and window) is not the other tests' 60-second one.
+  const tight = await startTestServer({ addressRateLimits: [{ windowSeconds: 61, maxRequests: 2 }] });
+  try {
+    // Counted before the form is read: a POST without its CSRF token (403) counts too.
+    const statuses = [];
+    for (let i = 0; i < 2; i++) statuses.push((await postForm(`${tight.url}/accounts/password/reset/`, { email: 'a@b.example' })).status);
+    expect(statuses).toEqual([403, 403]);
+    const page = await postForm(`${tight.url}/accounts/password/reset/`, { email: 'a@b.example' });
+    expect(page.status).toBe(429);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(Number(page.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(rateHeaders(page.headers)).toMatchObject({ limit: '2', remaining: '0' });
+    const settings = await callApi(tight.url, 'GET', '/server_settings');
+    expect(settings.status).toBe(429);
+    expect(settings.body).toMatchObject({ result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' });
+    expect(rateHeaders(settings.headers)).toMatchObject({ limit: '2', remaining: '0' });
+  } finally {
+    await tight.close();
+  }
+});

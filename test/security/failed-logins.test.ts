@@ -60,6 +60,9 @@ test('row 11: with the default limit, 300 wrong keys from one address end in 429
   for (let i = 0; i < 300; i++) statuses.push((await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status);
   expect(statuses.slice(0, 100)).toEqual(Array(100).fill(401));
   expect(statuses.slice(100)).toEqual(Array(200).fill(429));
+  // The failure that reaches the lockout, and those after it: 429s with the lockout's headers.
+  const wrong = await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address);
+  expect(wrong.headers).toMatchObject({ 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '0' });
   const locked = await get(`${defaults.url}/api/v1/users/me`, w.users.member.auth, address);
   expect(locked.status).toBe(429);
   expect(Object.keys(locked.body)).toEqual(['result', 'msg', 'retry-after', 'code']);

@@ -132,7 +132,7 @@ export async function authenticateRequest(
   clientAddress: string,
   rateLimits?: RateLimitReport,
 ): Promise<Actor> {
-  const actor = await authenticateUncounted(app, authorizationHeader, clientAddress);
+  const actor = await authenticateUncounted(app, authorizationHeader, clientAddress, rateLimits);
   await app.rateLimiter.hit(actor.id, 1, clientAddress, rateLimits);
   return actor;
 }
@@ -141,11 +141,16 @@ export async function authenticateRequest(
  * authenticateRequest without the per-user count, for a door that counts the request once it knows
  * what it asks (GraphQL: a dry run is not counted). A failed login counts as it does there.
  */
-export async function authenticateUncounted(app: AppContext, authorizationHeader: string, clientAddress: string): Promise<Actor> {
+export async function authenticateUncounted(
+  app: AppContext,
+  authorizationHeader: string,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Actor> {
   try {
     return await authenticate(app.prisma, authorizationHeader, app.authCache);
   } catch (error) {
-    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress);
+    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress, rateLimits);
     throw error;
   }
 }
