@@ -3,8 +3,9 @@
 // and the failed-login lockout per client address. All are fixed-window counters in PostgreSQL
 // (table rate_counter), so they hold across every server process sharing the database; a window
 // starts with its first hit. A request's limiters cost one statement together (their counters
-// grow, and the address's lockout is read, at once), and each one that ran is noted in the
-// request's RateLimitReport, which its answer's X-RateLimit-* headers show (rate-limits.md).
+// grow, and the address's lockout is read, at once; a failed login's count is one more), and each
+// one that ran is noted in the request's RateLimitReport, which its answer's X-RateLimit-* headers
+// show (rate-limits.md).
 import type pg from 'pg';
 import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Sql } from '../../db/sql.js';
