@@ -83,6 +83,10 @@ function setResponseHeader(c: Context, name: string, value: string): void {
   else c.res.headers.set(name, value);
 }
 
+const UNTRUSTED_FORWARDING_WARNING =
+  'forwarding headers from a peer not in TRUSTED_PROXIES are ignored: every client behind that peer counts as its address,' +
+  ' so failed logins from one lock out all; set TRUSTED_PROXIES to the proxy (said at most every 10 minutes)';
+
 /** rate-limits.md section 1: on every answer where a limiter ran, none elsewhere. */
 function setRateLimitHeaders(c: Context, report: RateLimitReport): void {
   const summary = report.summary();
@@ -125,25 +129,20 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
-  const warnOfUntrustedForwarding = untrustedForwardingWarning(app.config.trustedProxies, (peer, headers) =>
-    log.warn(
-      { peer, headers },
-      'forwarding headers from a peer not in TRUSTED_PROXIES are ignored: every client behind that peer counts as its address,' +
-        ' so failed logins from one lock out all; set TRUSTED_PROXIES to the proxy (said at most every 10 minutes)',
-    ),
-  );
+  const untrustedForwarding = untrustedForwardingWarning(app.config.trustedProxies);
   const memory = memoryBudgetOf(app);
 
   if (app.metrics) http.use(httpMetrics(app.metrics, restRoutes));
   http.use(async (c, next) => {
     const requestId = requestIdFor(c.req.header('x-request-id'));
     const incoming = incomingOf(c);
-    if (incoming) warnOfUntrustedForwarding(incoming);
     const client = incoming ? addressOf(incoming) : '';
     const rateLimits = new RateLimitReport();
     c.set('clientAddress', client);
     c.set('log', requestLogger(log, requestId));
     c.set('rateLimits', rateLimits);
+    const untrusted = incoming ? untrustedForwarding(incoming) : null;
+    if (untrusted) c.get('log').warn(untrusted, UNTRUSTED_FORWARDING_WARNING);
     const started = performance.now();
     requestLine.debug({ requestId, method: c.req.method, path: loggedPath(c.req.path) }, 'request received');
     await next();
@@ -212,7 +211,12 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   mountSignInPages(http, app);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
-  const restScope = (c: Context) => ({ clientAddress: clientAddress(c), log: c.get('log'), database, rateLimits: c.get('rateLimits') });
+  const restScope = (c: Context) => ({
+    clientAddress: clientAddress(c),
+    log: c.get('log'),
+    database,
+    rateLimits: c.get('rateLimits'),
+  });
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, restScope(c)));
   const jsonDoor = sessionDoor(app.config.serverUrl);
   http.all(`${JSON_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { ...restScope(c), door: jsonDoor }));

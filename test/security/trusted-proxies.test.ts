@@ -121,11 +121,12 @@ describe('forwarding headers from a peer not in TRUSTED_PROXIES', () => {
 
   const warnings = () => captured.lines.filter((line) => line.level === 40 && /TRUSTED_PROXIES/.test(line.msg));
 
-  test('the log says so once, naming the peer and the headers; not again at once; never for a request without them', async () => {
+  test('the request log says so once, naming the peer and the headers; not again at once; not without them', async () => {
     await usersMe(unconfigured, valid(), '127.0.0.60');
     expect(warnings()).toEqual([]);
     expect(await usersMe(unconfigured, valid(), '127.0.0.61', { 'x-forwarded-proto': 'https' })).toBe(200);
-    expect(warnings()).toEqual([expect.objectContaining({ peer: '127.0.0.61', headers: ['x-forwarded-proto'] })]);
+    const warned = { peer: '127.0.0.61', headers: ['x-forwarded-proto'], requestId: expect.any(String) };
+    expect(warnings()).toEqual([expect.objectContaining(warned)]);
     await usersMe(unconfigured, valid(), '127.0.0.62', forgedFor('198.51.100.60'));
     await usersMe(unconfigured, valid(), '127.0.0.61', { 'x-forwarded-for': '198.51.100.61' });
     expect(warnings()).toHaveLength(1);
@@ -134,7 +135,11 @@ describe('forwarding headers from a peer not in TRUSTED_PROXIES', () => {
   test('repeated after ten minutes; a trusted proxy is never the subject', () => {
     let now = 0;
     const said: string[] = [];
-    const check = untrustedForwardingWarning([PROXY], (peer, headers) => said.push(`${peer} ${headers.join(',')}`), () => now);
+    const warning = untrustedForwardingWarning([PROXY], () => now);
+    const check = (message: IncomingMessage) => {
+      const found = warning(message);
+      if (found) said.push(`${found.peer} ${found.headers.join(',')}`);
+    };
     const incoming = (peer: string, headers: Record<string, string>) =>
       ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
     check(incoming(PROXY, { 'x-forwarded-for': '203.0.113.1' }));
