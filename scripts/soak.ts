@@ -175,6 +175,7 @@ async function main() {
       env: {
         NODE_ENV: 'production',
         API_RATE_LIMIT: 'off',
+        API_IP_RATE_LIMIT: 'off',
         AUTH_FAILURE_LIMIT: 'off',
         SERVER_URL: 'http://soak.example',
         DATA_DIR: join(workDir, 'servers'),

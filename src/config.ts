@@ -2,7 +2,7 @@
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
-import { parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
+import { parseAddressRateRules, parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
 import { parseTrustedProxies } from './http/client-address.js';
@@ -44,6 +44,8 @@ export interface Config {
   emailWorker: boolean;
   /** Per-user API rate limit rules; empty: no limit. */
   rateLimits: RateRule[];
+  /** Requests per client address to the routes that need no credentials (`api_by_ip`); empty: no limit. */
+  addressRateLimits: RateRule[];
   /** Failed logins allowed per client address and window; null: no limit. */
   failedLoginLimit: RateRule | null;
   /** Sign-in attempts allowed per e-mail address and window (signin.md section 2); null: no limit. */
@@ -246,6 +248,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     emailFrom: env.EMAIL_FROM || `Zulip <noreply@${new URL(serverUrl).hostname}>`,
     emailWorker: onOrOff('EMAIL_WORKER', env.EMAIL_WORKER, true),
     rateLimits: parseRateRules(env.API_RATE_LIMIT),
+    addressRateLimits: parseAddressRateRules(env.API_IP_RATE_LIMIT),
     failedLoginLimit: parseFailedLoginRule(env.AUTH_FAILURE_LIMIT),
     signInLimit: parseSignInRule(env.SIGNIN_RATE_LIMIT),
     graphqlLimits: readGraphQLLimits(env),

@@ -42,7 +42,12 @@ export interface ContextParts {
 
 export function createServerContext(parts: ContextParts): ServerContext {
   const { config, sql } = parts;
-  const rateLimiter = new RateLimiter(sql, { perUser: config.rateLimits, failedLogins: config.failedLoginLimit, signIn: config.signInLimit });
+  const rateLimiter = new RateLimiter(sql, {
+    perUser: config.rateLimits,
+    perAddress: config.addressRateLimits,
+    failedLogins: config.failedLoginLimit,
+    signIn: config.signInLimit,
+  });
   const eventReader = new EventReader(sql, parts.eventReadFailed);
   const services: AppContext = {
     prisma: parts.prisma,

@@ -347,7 +347,8 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
   test('429s by kind: the per-user limit, then the failed-login lockout (last: it locks this address out)', async () => {
     const refusals = 'teamchat_rate_limit_refusals_total';
     const before = await scrape(metricsOf(main));
-    expect(before.samples(refusals).map((sample) => sample.labels?.kind).sort()).toEqual(['failed_login', 'per_user']);
+    const kinds = before.samples(refusals).map((sample) => sample.labels?.kind);
+    expect(kinds.sort()).toEqual(['failed_login', 'per_address', 'per_user', 'sign_in']);
     const me = (authorization: string) => fetch(`${main.url}/api/v1/users/me`, { headers: { authorization } });
     let status = 200;
     for (let request = 0; request < 21 && status === 200; request++) status = (await me(world.users.member.auth)).status;

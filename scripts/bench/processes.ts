@@ -47,6 +47,7 @@ export const FLOOR_COMMAND = ['--import', 'tsx', 'scripts/bench/floor.ts'];
 export const THROUGHPUT_ENV = {
   NODE_ENV: 'production',
   API_RATE_LIMIT: 'off',
+  API_IP_RATE_LIMIT: 'off',
   SERVER_URL: 'http://bench.example',
   INVITATION_LINK_VALIDITY_MINUTES: '14400',
   EMAIL_WORKER: 'off',

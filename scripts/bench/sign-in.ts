@@ -128,7 +128,7 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
   await chmod(workDir, 0o755);
   const serverDir = join(workDir, 'server');
   const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench_signin') : '';
-  const limitsOff = { API_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' };
+  const limitsOff = { API_RATE_LIMIT: 'off', API_IP_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' };
   const env = { NODE_ENV: 'production', SERVER_URL: 'http://bench.example', TRUSTED_PROXIES: '127.0.0.1', DATA_DIR: serverDir, DATABASE_URL: databaseUrl, ...limitsOff };
   const started: BenchProcess[] = [];
   try {
@@ -198,7 +198,7 @@ export function signInMarkdown(results: SignInResult[]): string {
     '',
     `## ${SIGN_IN_SCENARIO}`,
     '',
-    'Every limit off (`API_RATE_LIMIT`, `AUTH_FAILURE_LIMIT`, `SIGNIN_RATE_LIMIT`). Throughput: 8 connections posting the right password; the floor verifies the same stored Argon2id hash with `@node-rs/argon2` behind `node:http` (median rounds, alternating).',
+    'Every limit off (`API_RATE_LIMIT`, `API_IP_RATE_LIMIT`, `AUTH_FAILURE_LIMIT`, `SIGNIN_RATE_LIMIT`). Throughput: 8 connections posting the right password; the floor verifies the same stored Argon2id hash with `@node-rs/argon2` behind `node:http` (median rounds, alternating).',
     `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time. Past the sign-in queue (256 per hashing slot) a sign-in is answered 429 at once.`,
     '',
     '| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 512 MiB; ordinary load\'s 200) |',

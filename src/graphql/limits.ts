@@ -87,9 +87,10 @@ export function readGraphQLLimits(env: NodeJS.ProcessEnv): GraphQLLimits {
 const listCost: ComplexityEstimator = ({ field, childComplexity }) =>
   (isListType(getNullableType(field.type)) ? LIST_COST_FACTOR : 1) * (1 + childComplexity);
 
-/** What Yoga puts in the context before validation: the request's variables and operation name. */
+/** What Yoga puts in the context before validation: the request's variables and operation name, and (over HTTP) where its cost goes. */
 interface RequestParams {
   params?: { variables?: Record<string, unknown>; operationName?: string };
+  budget?: { cost: number | null };
 }
 
 function validationRules(limits: DocumentLimits) {
@@ -106,7 +107,7 @@ function validationRules(limits: DocumentLimits) {
  * not fit the operation are left to the execution, which refuses a caller without credentials (401)
  * before it reports them: here they would be answered 200 to anyone.
  */
-function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: number, { params }: RequestParams): GraphQLError | null {
+function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: number, { params, budget }: RequestParams): GraphQLError | null {
   const operation = getOperationAST(document, params?.operationName);
   if (operation && getVariableValues(schema, operation.variableDefinitions ?? [], params?.variables ?? {}, { maxErrors: 1 }).errors) return null;
   let cost: number;
@@ -115,7 +116,18 @@ function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: numbe
   } catch (error) {
     return error instanceof GraphQLError ? error : createGraphQLError('Query cost could not be computed.');
   }
+  if (budget) budget.cost = cost;
   return cost > limit ? createGraphQLError(`Query cost limit of ${limit} exceeded, found ${cost}.`) : null;
+}
+
+/** The cost of an operation as the limit computes it (list fields count LIST_COST_FACTOR times). */
+export function documentCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  operationName?: string,
+): number {
+  return getComplexity({ schema, query: document, variables, operationName, estimators: [listCost] });
 }
 
 /** Costs of operations without variables, which depend on their document alone, by document and operation name. */
@@ -123,7 +135,7 @@ const costsWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
 
 /** The operation's cost; computed once per document when the operation declares no variables (a walk of the whole document). */
 function operationCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode | null | undefined, params: RequestParams['params']): number {
-  const compute = () => getComplexity({ schema, query: document, variables: params?.variables ?? {}, operationName: params?.operationName, estimators: [listCost] });
+  const compute = () => documentCost(schema, document, params?.variables ?? {}, params?.operationName);
   if (!operation || operation.variableDefinitions?.length) return compute();
   let costs = costsWithoutVariables.get(document);
   if (!costs) costsWithoutVariables.set(document, (costs = new Map()));

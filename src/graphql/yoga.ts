@@ -1,11 +1,21 @@
 // Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
 // limits, CSRF prevention, persisted documents (trusted and automatic), privately cacheable GET
-// answers, and the per-user rate limit counting every mutation field.
+// answers, and the per-user rate limit: one request per operation (none for a dry run of
+// Query.rateLimit), one more for every mutation field past the first; extensions.cost on request.
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
-import { createGraphQLError, createYoga, maskError, type Plugin } from 'graphql-yoga';
+import {
+  getOperationAST,
+  Kind,
+  type DocumentNode,
+  type ExecutionArgs,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+  type SelectionNode,
+} from 'graphql';
+import { createGraphQLError, createYoga, isAsyncIterable, maskError, type Plugin } from 'graphql-yoga';
 import type { ServerContext } from '../server-context.js';
-import { authenticateRequest, authenticateSession } from '../domain/auth/authenticate.js';
+import { authenticateRequest, authenticateSession, authenticateUncounted } from '../domain/auth/authenticate.js';
+import { RateLimitReport } from '../domain/auth/rate-limit.js';
 import { DomainError } from '../domain/errors.js';
 import { isAdministrator } from '../domain/users/roles.js';
 import { sessionTokenOf } from '../http/cookies.js';
@@ -18,7 +28,7 @@ import { graphqlTracing } from '../tracing/graphql.js';
 import { tracing } from '../tracing/spans.js';
 import { authPlugin } from './auth-plugin.js';
 import { privatelyCacheable } from './cacheable-get.js';
-import { anonymousCaller, newContext, type Caller, type GraphQLContext } from './context.js';
+import { anonymousCaller, newContext, type Caller, type GraphQLContext, type RequestBudget } from './context.js';
 import { compiledExecution } from './jit.js';
 import { documentSizePlugin, limitsPlugin } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
@@ -67,6 +77,8 @@ export interface YogaServerContext {
   answer?: AnswerReservations;
   /** The request's logger (its id on every line). */
   log: Logger;
+  /** Over HTTP: the request's limits and cost, shared with its GraphQL context. */
+  budget?: RequestBudget;
 }
 
 /** What a request may authenticate with: an Authorization header (HTTP's, or a WebSocket's connection_init payload's), or a browser session's cookie. */
@@ -75,13 +87,26 @@ export interface OfferedCredentials {
   sessionToken: string | undefined;
 }
 
-/** The caller of the offered credentials; an Authorization header goes before the session cookie. */
-export async function identifyCaller(app: ServerContext, offered: OfferedCredentials, clientAddress: string): Promise<Caller> {
+/**
+ * The caller of the offered credentials; an Authorization header goes before the session cookie.
+ * `counted`: false when the request is counted against the per-user limit later (requestCount).
+ */
+export async function identifyCaller(
+  app: ServerContext,
+  offered: OfferedCredentials,
+  clientAddress: string,
+  counted = true,
+  rateLimits?: RateLimitReport,
+): Promise<Caller> {
   const { authorization, sessionToken } = offered;
   try {
-    if (authorization) return { actor: await authenticateRequest(app, authorization, clientAddress), authError: null, credentials: { authorization } };
+    if (authorization) {
+      const authenticated = counted ? authenticateRequest : authenticateUncounted;
+      const actor = await authenticated(app, authorization, clientAddress, rateLimits);
+      return { actor, authError: null, credentials: { authorization } };
+    }
     if (!sessionToken) return anonymousCaller();
-    const session = await authenticateSession(app, sessionToken, clientAddress);
+    const session = await authenticateSession(app, sessionToken, clientAddress, { counted });
     return { actor: session.actor, authError: null, credentials: { sessionToken, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash } };
   } catch (error) {
     if (error instanceof DomainError) return { ...anonymousCaller(), authError: error };
@@ -121,33 +146,89 @@ function rateCountedFields(operation: OperationDefinitionNode, fragments: Record
   return { fields: 0, kind: '' };
 }
 
-/** At most `max` rate-counted fields per operation; each one beyond the first counts as one more request. */
-function rateCountedFieldsPlugin(app: ServerContext, max: number): Plugin<GraphQLContext> {
+/** Whether the operation asks for Query.rateLimit(dryRun: true) among its root fields. */
+function isDryRun(operation: OperationDefinitionNode, variables: Record<string, unknown> | null | undefined): boolean {
+  if (operation.operation !== 'query') return false;
+  return operation.selectionSet.selections.some((selection) => {
+    if (selection.kind !== Kind.FIELD || selection.name.value !== 'rateLimit') return false;
+    const value = selection.arguments?.find((argument) => argument.name.value === 'dryRun')?.value;
+    if (value?.kind === Kind.BOOLEAN) return value.value;
+    if (value?.kind !== Kind.VARIABLE) return false;
+    const name = value.name.value;
+    const given = variables?.[name];
+    if (given !== undefined) return given === true;
+    const fallback = operation.variableDefinitions?.find((definition) => definition.variable.name.value === name)?.defaultValue;
+    return fallback?.kind === Kind.BOOLEAN && fallback.value;
+  });
+}
+
+/** The document with the operation's root fields cut to its rateLimit fields: what a dry run runs. */
+const dryRunDocuments = new WeakMap<DocumentNode, Map<OperationDefinitionNode, DocumentNode>>();
+function dryRunDocument(document: DocumentNode, operation: OperationDefinitionNode): DocumentNode {
+  let byOperation = dryRunDocuments.get(document);
+  if (!byOperation) dryRunDocuments.set(document, (byOperation = new Map()));
+  let cut = byOperation.get(operation);
+  if (!cut) {
+    const isRateLimit = (selection: SelectionNode) => selection.kind === Kind.FIELD && selection.name.value === 'rateLimit';
+    const selections = operation.selectionSet.selections.filter(isRateLimit);
+    const only = { ...operation, selectionSet: { ...operation.selectionSet, selections } };
+    cut = { ...document, definitions: document.definitions.map((definition) => (definition === operation ? only : definition)) };
+    byOperation.set(operation, cut);
+  }
+  return cut;
+}
+
+/**
+ * The per-user rate limit of an operation: at most `max` rate-counted fields, each one beyond the
+ * first counting as one more request. Over HTTP the request itself counts here too (once its
+ * document is known) in the same statement, unless it is a dry run, which only reads its budget.
+ */
+function requestCountPlugin(app: ServerContext, max: number): Plugin<GraphQLContext> {
+  const count = async (args: ExecutionArgs, stop: (result: { errors: ReturnType<typeof requestError>[] }) => void): Promise<void> => {
+    const document = args.document as DocumentNode;
+    const operation = getOperationAST(document, args.operationName);
+    const context = args.contextValue as GraphQLContext;
+    const { actor, budget } = context;
+    if (!operation || !actor) return;
+    const fragments = Object.fromEntries(
+      document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
+    );
+    const dryRun = isDryRun(operation, args.variableValues);
+    const { fields, kind } = dryRun ? { fields: 0, kind: '' } : rateCountedFields(operation, fragments);
+    if (fields > max) {
+      const message = `An operation may run at most ${max} ${kind} fields; this one has ${fields}.`;
+      stop({ errors: [createGraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } })] });
+      return;
+    }
+    const request = budget && !budget.counted ? (dryRun ? 0 : 1) : 0;
+    const weight = request + Math.max(0, fields - 1);
+    if (dryRun) args.document = dryRunDocument(document, operation);
+    if (!budget && weight === 0) return;
+    if (budget) budget.counted = true;
+    try {
+      await app.rateLimiter.hit(actor.id, weight, (context as Partial<YogaServerContext>).clientAddress, budget?.rateLimits);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      stop({ errors: [requestError(error, { refusesRequest: true })] });
+    }
+  };
   return {
-    async onExecute({ args, setResultAndStopExecution }) {
-      const document = args.document as DocumentNode;
-      const operation = getOperationAST(document, args.operationName);
-      const actor = (args.contextValue as GraphQLContext).actor;
-      if (!operation || !actor) return;
-      const fragments = Object.fromEntries(
-        document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
-      );
-      const { fields, kind } = rateCountedFields(operation, fragments);
-      if (fields > max) {
-        setResultAndStopExecution({
-          errors: [createGraphQLError(`An operation may run at most ${max} ${kind} fields; this one has ${fields}.`, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } })],
-        });
-        return;
-      }
-      try {
-        if (fields > 1) await app.rateLimiter.hit(actor.id, fields - 1);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        setResultAndStopExecution({ errors: [requestError(error, { refusesRequest: true })] });
-      }
-    },
+    onExecute: ({ args, setResultAndStopExecution }) => count(args, setResultAndStopExecution),
+    onSubscribe: ({ args, setResultAndStopExecution }) => count(args, setResultAndStopExecution),
   };
 }
+
+/** `X-GraphQL-Cost: include` asks for the document's cost in the answer's extensions (rate-limits.md Decision 6). */
+const costExtension: Plugin = {
+  onResultProcess({ request, result, setResult }) {
+    if (request.headers.get('x-graphql-cost')?.toLowerCase() !== 'include') return;
+    const budget = serverContexts.get(request)?.budget;
+    if (!budget || budget.cost === null || Array.isArray(result) || isAsyncIterable(result)) return;
+    const single = result as { extensions?: Record<string, unknown> };
+    const cost = { requestedQueryCost: budget.cost, maximumAvailable: budget.maxCost };
+    setResult({ ...single, extensions: { ...single.extensions, cost } } as typeof result);
+  },
+};
 
 /**
  * A subscriber that goes away frees its subscription at once, not at the next keep-alive ping: Yoga's
@@ -164,14 +245,14 @@ const callerOf = (context: object) => (context as Partial<YogaServerContext>).ca
 
 /**
  * An APQ registration makes the server keep a document: a caller without credentials pays for it
- * against the rate limit by its address (an authenticated request has counted already).
+ * against the rate limit by its address (an authenticated request counts as one anyway).
  */
 function registrationCounter(app: ServerContext) {
   return async (context: object) => {
-    const { caller, clientAddress } = context as Partial<YogaServerContext>;
+    const { caller, clientAddress, budget } = context as Partial<YogaServerContext>;
     if (caller?.actor || clientAddress === undefined) return;
     try {
-      await app.rateLimiter.hitAddress(clientAddress);
+      await app.rateLimiter.hitAddress(clientAddress, 1, budget?.rateLimits);
     } catch (error) {
       throw error instanceof DomainError ? requestError(error, { refusesRequest: true }) : error;
     }
@@ -254,15 +335,30 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
       ...persistedDocumentsPlugins(trusted, mayRunAnyDocument, registrationCounter(app)),
       limitsPlugin(app.config.graphqlLimits, isAuthenticated),
       authPlugin(),
-      rateCountedFieldsPlugin(app, app.config.graphqlLimits.mutationFields),
+      requestCountPlugin(app, app.config.graphqlLimits.mutationFields),
+      costExtension,
     ],
-    context: ({ caller, answer, log }) => newContext(app, caller, log, answer),
+    context: ({ caller, answer, log, budget }) => newContext(app, caller, log, answer, budget),
   });
   // Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
   // handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
   // per request) to race the answer against a client that left: @hono/node-server already stops
   // writing to a closed connection. Called without a context, which serverContextOfRequest gives it.
   const handleRequest = yoga.handleRequest as (request: Request) => Promise<Response> | Response;
+  /** A request that ended before its operation ran (an invalid or refused document) counts all the same. */
+  const countUnexecuted = async (caller: Caller, clientAddress: string, budget: RequestBudget): Promise<Response | null> => {
+    if (!caller.actor || budget.counted) return null;
+    budget.counted = true;
+    try {
+      await app.rateLimiter.hit(caller.actor.id, 1, clientAddress, budget.rateLimits);
+      return null;
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      const body = { errors: [{ message: error.message, extensions: { code: error.code, ...error.data } }] };
+      const headers = { 'Content-Type': 'application/json', ...error.headers };
+      return new Response(JSON.stringify(body), { status: error.status, headers });
+    }
+  };
   const serve = (request: Request, context: YogaServerContext) => {
     serverContexts.set(request, context);
     return handleRequest(request);
@@ -272,10 +368,20 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
     webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
     /** `secure`: whether the request arrived over https, which names the session cookie. */
-    async handle(request: Request, { clientAddress, log, answer }: Omit<YogaServerContext, 'caller'>, secure: boolean): Promise<Response> {
+    async handle(
+      request: Request,
+      { clientAddress, log, answer, rateLimits = new RateLimitReport() }: Omit<YogaServerContext, 'caller' | 'budget'> & {
+        rateLimits?: RateLimitReport;
+      },
+      secure: boolean,
+    ): Promise<Response> {
       if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
       const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, secure) };
-      const response = await serve(request, { caller: await identifyCaller(app, offered, clientAddress), clientAddress, log, answer });
+      const caller = await identifyCaller(app, offered, clientAddress, false, rateLimits);
+      const maxCost = app.config.graphqlLimits[caller.actor ? 'authenticated' : 'anonymous'].cost;
+      const budget: RequestBudget = { rateLimits, counted: false, cost: null, maxCost };
+      const served = await serve(request, { caller, clientAddress, log, answer, budget });
+      const response = (await countUnexecuted(caller, clientAddress, budget)) ?? served;
       return request.method === 'GET' ? privatelyCacheable(request, response) : response;
     },
   };

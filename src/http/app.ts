@@ -1,13 +1,15 @@
 // The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
 // sessions), the sign-in, password reset and invitation acceptance pages,
-// health check and probes, JSON 404s; a request id, the client's address, its scheme and one log line
-// per request (and, when tracing, its server span); JSON 503s while the database is unreachable; the
-// origin check of forms and /json.
+// health check and probes, JSON 404s; a request id, the client's address (and a warning when
+// forwarding headers come from an untrusted peer), its scheme, the rate limits' headers and one log
+// line per request (and, when tracing, its server span); JSON 503s while the database is unreachable;
+// the origin check of forms and /json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler, type Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { compress } from 'hono/compress';
 import type { ServerContext } from '../server-context.js';
+import { RateLimitReport } from '../domain/auth/rate-limit.js';
 import { graphiqlPage, wantsGraphiQL } from '../graphql/graphiql-page.js';
 import { SESSION_BAR } from '../graphql/graphiql-session-bar.js';
 import { createGraphQLHandler, GRAPHIQL_OPTIONS, type GraphQLHandler } from '../graphql/yoga.js';
@@ -18,7 +20,7 @@ import { jsonResponse } from '../rest/envelope.js';
 import { API_PREFIX, csrfFailedResponse, dispatchRest, JSON_PREFIX, sessionDoor, streamsBody } from '../rest/dispatch.js';
 import { restRoutes } from '../rest/routes.js';
 import { tracing, traceFieldsOf, type Span } from '../tracing/spans.js';
-import { clientAddress, clientAddressOf, forwardedSchemeOf, peerTrustedBy } from './client-address.js';
+import { clientAddress, clientAddressOf, forwardedSchemeOf, peerTrustedBy, untrustedForwardingWarning } from './client-address.js';
 import { secureRequestOf } from './cookies.js';
 import { crossOriginRules, trustedSourceRequired } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
@@ -63,6 +65,8 @@ declare module 'hono' {
     log: Logger;
     /** Set by the first middleware: whether the request arrived over https (the cookies' names and Secure flag). */
     secure: boolean;
+    /** Set by the first middleware: the limiters that ran for the request (its answer's X-RateLimit-* headers). */
+    rateLimits: RateLimitReport;
   }
 }
 
@@ -78,6 +82,19 @@ function setResponseHeader(c: Context, name: string, value: string): void {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (outgoing) outgoing.setHeader(name, value);
   else c.res.headers.set(name, value);
+}
+
+const UNTRUSTED_FORWARDING_WARNING =
+  'forwarding headers from a peer not in TRUSTED_PROXIES are ignored: every client behind that peer counts as its address,' +
+  ' so failed logins from one lock out all; set TRUSTED_PROXIES to the proxy (said at most every 10 minutes)';
+
+/** rate-limits.md section 1: on every answer where a limiter ran, none elsewhere. */
+function setRateLimitHeaders(c: Context, report: RateLimitReport): void {
+  const summary = report.summary();
+  if (!summary) return;
+  setResponseHeader(c, 'X-RateLimit-Limit', String(summary.limit));
+  setResponseHeader(c, 'X-RateLimit-Remaining', String(summary.remaining));
+  setResponseHeader(c, 'X-RateLimit-Reset', String(summary.reset));
 }
 
 const graphqlUnavailable = (message = UNAVAILABLE_MESSAGE) =>
@@ -124,6 +141,7 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   const graphql = createGraphQLHandler(app, database);
   const graphiql = graphiqlPage(GRAPHIQL_OPTIONS, app.config.dataDir, SESSION_BAR);
   const addressOf = clientAddressOf(app.config.trustedProxies);
+  const untrustedForwarding = untrustedForwardingWarning(app.config.trustedProxies);
   const forwardedScheme = forwardedSchemeOf(app.config.trustedProxies);
   const secureByScheme = secureRequestOf(() => app.config.serverUrl, log);
   const secureRequest = (incoming: IncomingMessage | undefined) => secureByScheme(incoming ? forwardedScheme(incoming) : undefined);
@@ -136,14 +154,19 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
     const incoming = incomingOf(c);
     const client = incoming ? addressOf(incoming) : '';
     const trace = span && traceFieldsOf(span);
+    const rateLimits = new RateLimitReport();
     c.set('clientAddress', client);
     c.set('secure', secureRequest(incoming));
     c.set('log', requestLogger(log, requestId, trace));
+    c.set('rateLimits', rateLimits);
+    const untrusted = incoming ? untrustedForwarding(incoming) : null;
+    if (untrusted) c.get('log').warn(untrusted, UNTRUSTED_FORWARDING_WARNING);
     const started = performance.now();
     const received = { requestId, method: c.req.method, path: loggedPath(c.req.path) };
     requestLine.debug(trace ? { ...received, ...trace } : received, 'request received');
     await next();
     setResponseHeader(c, 'X-Request-Id', requestId);
+    setRateLimitHeaders(c, rateLimits);
     // Draining: the connection closes after this answer, so that its client reconnects elsewhere.
     // A client that asks again at once on a kept-alive connection (a long poll, answered at once
     // while draining) would otherwise never leave it idle, and the drain would never end.
@@ -208,7 +231,7 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
     if (wantsGraphiQL(c.req.raw)) return graphiql(c.req.raw);
     try {
       // Whatever a resolver reserved is held until the response (its JSON) is built.
-      const scope = { clientAddress: clientAddress(c), log: c.get('log') };
+      const scope = { clientAddress: clientAddress(c), log: c.get('log'), rateLimits: c.get('rateLimits') };
       return await memory.answering((answer) => graphql.handle(c.req.raw, { ...scope, answer }, c.get('secure')));
     } catch (error) {
       const unavailable = database.noteFailure(error, c.get('log'));
@@ -223,11 +246,17 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   mountSignInPages(http, app);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
-  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database }));
+  const restScope = (c: Context) => ({
+    clientAddress: clientAddress(c),
+    log: c.get('log'),
+    database,
+    rateLimits: c.get('rateLimits'),
+  });
+  http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, restScope(c)));
   const jsonDoors = { https: sessionDoor(true), http: sessionDoor(false) };
   http.all(`${JSON_PREFIX}/*`, (c) => {
     const door = c.get('secure') ? jsonDoors.https : jsonDoors.http;
-    return dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database, door });
+    return dispatchRest(restRoutes, c.req.raw, app, { ...restScope(c), door });
   });
   http.notFound(() => jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404));
   http.onError((error, c) => {

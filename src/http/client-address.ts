@@ -119,3 +119,37 @@ export function forwardedSchemeOf(trustedProxies: string[]): (incoming: Incoming
 
 /** The client's address (the peer's, or as trusted proxies name it); empty when served in-process. */
 export const clientAddress = (c: Context): string => c.get('clientAddress') ?? '';
+
+/** Headers by which a proxy names its client, or the scheme the client reached it by. */
+const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-forwarded-proto'] as const;
+/** A warning about untrusted forwarding headers is repeated at most this often. */
+export const UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS = 10 * 60 * 1000;
+
+/** What a warning about forwarding headers from an untrusted peer names. */
+export interface UntrustedForwarding {
+  peer: string;
+  headers: string[];
+}
+
+/**
+ * Which requests deserve a warning, at most one per interval: those whose forwarding headers
+ * arrive from a peer not in TRUSTED_PROXIES. Behind a proxy the setting does not name, every client
+ * is the proxy's address, so the limits per address (failed logins, unauthenticated requests) hold
+ * all of them together.
+ */
+export function untrustedForwardingWarning(
+  trustedProxies: string[],
+  now: () => number = Date.now,
+): (incoming: IncomingMessage) => UntrustedForwarding | null {
+  const trusted: Trust = trustedProxies.length > 0 ? proxyaddr.compile(trustedProxies) : () => false;
+  let quietUntil = 0;
+  return (incoming) => {
+    const { headers } = incoming;
+    const forwarded = headers['x-forwarded-for'] !== undefined || headers.forwarded !== undefined || headers['x-forwarded-proto'] !== undefined;
+    if (!forwarded) return null;
+    const peer = incoming.socket.remoteAddress ?? '';
+    if (now() < quietUntil || trusted(peer, 0)) return null;
+    quietUntil = now() + UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS;
+    return { peer, headers: FORWARDING_HEADERS.filter((name) => headers[name] !== undefined) };
+  };
+}

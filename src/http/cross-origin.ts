@@ -19,7 +19,7 @@ export function crossOriginRules(allowedOrigins: string[], serverUrl: () => stri
     credentials: true,
     allowMethods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'],
     allowHeaders: ['Authorization', 'Content-Type', ...CSRF_HEADERS],
-    exposeHeaders: ['Retry-After', 'X-Request-Id'],
+    exposeHeaders: ['Retry-After', 'X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
     maxAge: 600,
   });
   return async (c, next) => {

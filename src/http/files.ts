@@ -8,6 +8,7 @@ import Negotiator from 'negotiator';
 import rangeParser from 'range-parser';
 import type { AppContext } from '../app-context.js';
 import { authenticateApiKey, authenticateRequest, type Actor } from '../domain/auth/authenticate.js';
+import type { RateLimitReport } from '../domain/auth/rate-limit.js';
 import { DomainError } from '../domain/errors.js';
 import { accessFile, type ServableFile } from '../domain/uploads/file-access.js';
 import { contentDisposition, contentTypeFor, isInlineType } from '../domain/uploads/file-names.js';
@@ -46,9 +47,9 @@ export function fileForbidden(request: Request, viewer: Actor | null): Response 
 }
 
 /** Basic auth, or the API key alone in `?api_key=`; no credentials: a spectator (null). */
-async function viewerOf(app: AppContext, request: Request, address: string): Promise<Actor | null> {
+async function viewerOf(app: AppContext, request: Request, address: string, rateLimits: RateLimitReport): Promise<Actor | null> {
   const header = request.headers.get('authorization');
-  if (header) return authenticateRequest(app, header, address);
+  if (header) return authenticateRequest(app, header, address, rateLimits);
   const apiKey = new URL(request.url).searchParams.get('api_key');
   if (apiKey !== null) return authenticateApiKey(app.prisma, apiKey, undefined, app.authCache);
   return null;
@@ -136,7 +137,7 @@ export function mountFileRoutes(http: Hono, app: AppContext): void {
       const request = c.req.raw;
       const pathId = decodedPath(request, prefix);
       if (pathId === null || !/^[0-9]+\/./.test(pathId)) return fileMissing(request);
-      const viewer = await viewerOf(app, request, clientAddress(c));
+      const viewer = await viewerOf(app, request, clientAddress(c), c.get('rateLimits'));
       const access = await accessFile(app, viewer, pathId);
       if (access.kind === 'missing') return fileMissing(request);
       if (access.kind === 'forbidden') return fileForbidden(request, viewer);

@@ -45,7 +45,9 @@ export class ServerMetrics {
 
   readonly rateLimitRefusals = new Counter({
     name: 'teamchat_rate_limit_refusals_total',
-    help: 'Requests refused with 429 by kind: per_user (API_RATE_LIMIT) or failed_login (AUTH_FAILURE_LIMIT lockout)',
+    help:
+      'Requests refused with 429 by kind: per_user (API_RATE_LIMIT), per_address (API_IP_RATE_LIMIT),' +
+      ' failed_login (AUTH_FAILURE_LIMIT lockout) or sign_in (SIGNIN_RATE_LIMIT)',
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
@@ -57,7 +59,8 @@ export class ServerMetrics {
     collectDefaultMetrics({ register: this.registry });
     // Every label value known in advance starts at 0, so that rate() sees the first increase.
     for (const outcome of ['sent', 'failed'] satisfies DeliveryOutcome[]) this.outboxDeliveries.inc({ outcome }, 0);
-    for (const kind of ['per_user', 'failed_login'] satisfies RefusalKind[]) this.rateLimitRefusals.inc({ kind }, 0);
+    const refusalKinds = ['per_user', 'per_address', 'failed_login', 'sign_in'] satisfies RefusalKind[];
+    for (const kind of refusalKinds) this.rateLimitRefusals.inc({ kind }, 0);
   }
 
   onScrape(hook: ScrapeHook): void {

@@ -6,6 +6,7 @@
 import type { ServerContext } from '../server-context.js';
 import { authenticateRequest, authenticateSession, notLoggedIn, sessionRequired, type Actor } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
+import type { RateLimitReport } from '../domain/auth/rate-limit.js';
 import { DomainError } from '../domain/errors.js';
 import { csrfFailure, sessionTokenOf } from '../http/cookies.js';
 import { type DatabaseStatus, unavailableResponse } from '../http/database-status.js';
@@ -37,7 +38,7 @@ type Authenticated = { actor: Actor; credentials: Credentials } | Response;
 export interface Door {
   prefix: string;
   serves(route: RestRoute): boolean;
-  authenticate(request: Request, app: ServerContext, clientAddress: string): Promise<Authenticated>;
+  authenticate(request: Request, app: ServerContext, clientAddress: string, rateLimits?: RateLimitReport): Promise<Authenticated>;
 }
 
 /** /api/v1: Basic credentials only (never the session cookie). */
@@ -57,10 +58,10 @@ export function sessionDoor(secure: boolean): Door {
   return {
     prefix: JSON_PREFIX,
     serves: (route) => !route.apiOnly,
-    async authenticate(request, app, clientAddress) {
+    async authenticate(request, app, clientAddress, rateLimits) {
       const token = sessionTokenOf(request, secure);
       if (!token) throw sessionRequired();
-      const session = await authenticateSession(app, token, clientAddress);
+      const session = await authenticateSession(app, token, clientAddress, { rateLimits });
       if (!SAFE_METHODS.has(request.method)) {
         const reason = csrfFailure(request.headers.get('x-csrftoken'), token);
         if (reason) throw csrfError(reason);
@@ -118,6 +119,8 @@ export interface DispatchOptions {
   database?: DatabaseStatus;
   /** Default: /api/v1's. */
   door?: Door;
+  /** Where the limiters that ran are noted (the answer's X-RateLimit-* headers). */
+  rateLimits?: RateLimitReport;
 }
 
 export async function dispatchRest(routes: RestRoute[], request: Request, app: ServerContext, options: DispatchOptions): Promise<Response> {
@@ -127,7 +130,8 @@ export async function dispatchRest(routes: RestRoute[], request: Request, app: S
     const url = new URL(request.url);
     const matched = matchRoute(routes, url.pathname.slice(door.prefix.length));
     if (!matched || !door.serves(matched.route)) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
-    return await dispatchMethod(matched.route, matched.pathParams, request, url.searchParams, app, { clientAddress: options.clientAddress, log, door });
+    const scope = { clientAddress: options.clientAddress, log, door, rateLimits: options.rateLimits };
+    return await dispatchMethod(matched.route, matched.pathParams, request, url.searchParams, app, scope);
   } catch (error) {
     if (error instanceof DomainError) return errorResponse(error);
     if (error instanceof URIError) return jsonResponse({ result: 'error', msg: 'Not Found', code: 'BAD_REQUEST' }, 404);
@@ -143,9 +147,17 @@ interface RequestScope {
   clientAddress: string;
   log: Logger;
   door: Door;
+  rateLimits?: RateLimitReport;
 }
 
-async function dispatchMethod(route: RestRoute, path: Record<string, string>, request: Request, query: URLSearchParams, app: ServerContext, { clientAddress, log, door }: RequestScope) {
+async function dispatchMethod(
+  route: RestRoute,
+  path: Record<string, string>,
+  request: Request,
+  query: URLSearchParams,
+  app: ServerContext,
+  { clientAddress, log, door, rateLimits }: RequestScope,
+) {
   const method = (request.method === 'HEAD' ? 'GET' : request.method) as Method;
   if (request.method === 'OPTIONS') {
     return new Response(null, { status: 204, headers: { Allow: declaredMethods(route).sort().join(', ') } });
@@ -157,15 +169,20 @@ async function dispatchMethod(route: RestRoute, path: Record<string, string>, re
     return jsonResponse({ result: 'error', msg: 'Method Not Allowed', allowed_methods: allowed }, 405, { Allow: allowed.join(', ') });
   }
   const params = route.streamsBody?.includes(method) ? new Map(query) : await readParams(request, query);
-  if (publicHandler) return publicHandler({ params, path, app, request, log, clientAddress });
-  const caller = await door.authenticate(request, app, clientAddress);
+  if (publicHandler) return publicHandler({ params, path, app, request, log, clientAddress, rateLimits });
+  const caller = await door.authenticate(request, app, clientAddress, rateLimits);
   if (caller instanceof Response) return caller;
   return handler!({ ...caller, params, path, app, request, log });
 }
 
-async function authenticateCaller(request: Request, app: ServerContext, clientAddress: string): Promise<Authenticated> {
+async function authenticateCaller(
+  request: Request,
+  app: ServerContext,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Authenticated> {
   const header = request.headers.get('authorization');
-  if (header) return { actor: await authenticateRequest(app, header, clientAddress), credentials: { authorization: header } };
+  if (header) return { actor: await authenticateRequest(app, header, clientAddress, rateLimits), credentials: { authorization: header } };
   if (prefersHtml(request.headers.get('accept') ?? '')) {
     const { pathname } = new URL(request.url);
     return new Response(null, { status: 302, headers: { Location: `/login/?next=${encodeURIComponent(pathname)}` } });

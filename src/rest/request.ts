@@ -2,6 +2,7 @@
 // query string, last value wins) and the path parameters of its route.
 import type { Actor } from '../domain/auth/authenticate.js';
 import type { Credentials } from '../domain/auth/held-credentials.js';
+import type { RateLimitReport } from '../domain/auth/rate-limit.js';
 import type { ServerContext } from '../server-context.js';
 import type { Logger } from '../logging.js';
 
@@ -19,8 +20,13 @@ export interface RestRequest {
 }
 
 export type RestHandler = (request: RestRequest) => Promise<Response>;
-/** A handler that needs no credentials; it sees the client's address (the failed-login limit's key). */
-export type PublicRestHandler = (request: Omit<RestRequest, 'actor' | 'credentials'> & { clientAddress: string }) => Promise<Response>;
+/**
+ * A handler that needs no credentials; it sees the client's address (the limits per address count
+ * it) and notes the limiters it runs in `rateLimits` (the answer's X-RateLimit-* headers).
+ */
+export type PublicRestHandler = (
+  request: Omit<RestRequest, 'actor' | 'credentials'> & { clientAddress: string; rateLimits?: RateLimitReport },
+) => Promise<Response>;
 
 /** Form fields (urlencoded or multipart; file parts are not parameters) after the query's parameters. */
 export async function readParams(request: Request, query: URLSearchParams): Promise<Map<string, string>> {

@@ -2,7 +2,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { sqlOver, type Sql } from '../../src/db/sql.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { parseFailedLoginRule, parseRateRules, parseSignInRule, RateLimiter } from '../../src/domain/auth/rate-limit.js';
+import {
+  parseAddressRateRules,
+  parseFailedLoginRule,
+  parseRateRules,
+  parseSignInRule,
+  RateLimiter,
+} from '../../src/domain/auth/rate-limit.js';
 import { testDatabaseUrl } from '../support/server.js';
 
 let pool: pg.Pool;
@@ -14,10 +20,14 @@ beforeAll(async () => {
 afterAll(() => pool?.end());
 
 test('rules parse from the environment form, and off disables them', () => {
-  expect(parseRateRules(undefined)).toEqual([
-    { windowSeconds: 60, maxRequests: 200 },
-    { windowSeconds: 3600, maxRequests: 2000 },
+  expect(parseRateRules(undefined)).toEqual([{ windowSeconds: 60, maxRequests: 200 }]);
+  expect(parseAddressRateRules(undefined)).toEqual([{ windowSeconds: 60, maxRequests: 100 }]);
+  expect(parseAddressRateRules('10/60,50/3600')).toEqual([
+    { windowSeconds: 60, maxRequests: 10 },
+    { windowSeconds: 3600, maxRequests: 50 },
   ]);
+  expect(parseAddressRateRules('off')).toEqual([]);
+  expect(() => parseAddressRateRules('10')).toThrow(/API_IP_RATE_LIMIT/);
   expect(parseRateRules('5/10')).toEqual([{ windowSeconds: 10, maxRequests: 5 }]);
   expect(parseRateRules('off')).toEqual([]);
   expect(() => parseRateRules('five/10')).toThrow(/API_RATE_LIMIT/);

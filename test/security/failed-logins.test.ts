@@ -1,9 +1,11 @@
 // Issue 9 row 11: repeated failed logins from one client address answer 429 RATE_LIMIT_HIT with
-// Retry-After (the reference's shape) without locking out other addresses; the per-user and
-// failed-login limits hold across server processes sharing one PostgreSQL database.
+// Retry-After (the reference's shape and wording) without locking out other addresses; the per-user
+// and failed-login limits hold across server processes sharing one PostgreSQL database, and deleting
+// the failure counters ends a lockout in every process.
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { basicAuth, startTestServer, type TestServer } from '../support/server.js';
+import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { givePassword, PASSWORD } from '../support/sessions.js';
 import { createWorld, type World } from '../support/world.js';
 
 let defaults: TestServer;
@@ -37,16 +39,36 @@ function get(url: string, authorization: string, localAddress = '127.0.0.1'): Pr
 
 const wrongKey = (email: string) => basicAuth(email, 'x'.repeat(32));
 
+/** POST a form over a connection from the given local address. */
+function post(url: string, form: Record<string, string>, localAddress: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const body = new URLSearchParams(form).toString();
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    const call = request(url, { method: 'POST', headers, localAddress }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+    });
+    call.on('error', reject);
+    call.end(body);
+  });
+}
+
 test('row 11: with the default limit, 300 wrong keys from one address end in 429s; another address still gets in', async () => {
   const address = '127.0.0.11';
   const statuses: number[] = [];
   for (let i = 0; i < 300; i++) statuses.push((await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status);
   expect(statuses.slice(0, 100)).toEqual(Array(100).fill(401));
   expect(statuses.slice(100)).toEqual(Array(200).fill(429));
+  // The failure that reaches the lockout, and those after it: 429s with the lockout's headers.
+  const wrong = await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address);
+  expect(wrong.headers).toMatchObject({ 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '0' });
   const locked = await get(`${defaults.url}/api/v1/users/me`, w.users.member.auth, address);
   expect(locked.status).toBe(429);
   expect(Object.keys(locked.body)).toEqual(['result', 'msg', 'retry-after', 'code']);
-  expect(locked.body).toMatchObject({ result: 'error', code: 'RATE_LIMIT_HIT' });
+  expect(locked.body).toMatchObject({ result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' });
+  expect(locked.headers['x-ratelimit-remaining']).toBe('0');
+  expect(locked.headers['x-ratelimit-limit']).toBe('100');
   expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
   const elsewhere = await get(`${defaults.url}/api/v1/users/me`, w.users.member.auth, '127.0.0.12');
   expect(elsewhere.status).toBe(200);
@@ -102,6 +124,25 @@ describe('without per-user limits (API_RATE_LIMIT=off), lockouts are known from 
       await later.close();
     }
     expect((await get(`${b.url}/api/v1/users/me`, w.users.member.auth, '127.0.0.42')).status).toBe(200);
+  });
+
+  test('deleting the failure counters ends the lockout at once for sign-ins, and in every process for API requests', async () => {
+    const address = '127.0.0.44';
+    await givePassword(a.app.prisma, w.users.guest.id);
+    const auth = wrongKey(w.users.guest.email);
+    for (let i = 0; i < 4; i++) await get(`${a.url}/api/v1/users/me`, auth, address);
+    const signIn = () => post(`${a.url}/api/v1/fetch_api_key`, { username: w.users.guest.email, password: PASSWORD }, address);
+    expect((await signIn()).status).toBe(429);
+    const statusOn = async (server: TestServer) => (await get(`${server.url}/api/v1/users/me`, w.users.guest.auth, address)).status;
+    await vi.waitFor(async () => expect(await statusOn(b)).toBe(429), { timeout: 5000 });
+
+    await runOnTestDatabase(`DELETE FROM rate_counter WHERE key LIKE 'failed-login:%'`);
+    expect((await signIn()).status).toBe(200);
+    // API requests check the lockout in memory (no per-user statement to read it with): each process hears of the release.
+    for (const server of [a, b]) {
+      await vi.waitFor(async () => expect(await statusOn(server)).toBe(200), { timeout: 5000 });
+      expect(server.app.rateLimiter.lockouts.lockedUntil(`failed-login:${address}`)).toBe(0);
+    }
   });
 
   test('below the limit nobody is locked out', async () => {

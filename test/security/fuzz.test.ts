@@ -6,7 +6,7 @@
 // event queues included. Authorization: no credentials, a wrong key or a deactivated user never get a
 // 2xx (beyond the public /server_settings), and another organization's owner never gets one for this
 // organization's invitations, files or event queues nor changes any of its rows. The limits are off
-// (API_RATE_LIMIT, AUTH_FAILURE_LIMIT, SIGNIN_RATE_LIMIT), so a 429 can never stand in for the refusal
+// (API_RATE_LIMIT, API_IP_RATE_LIMIT, AUTH_FAILURE_LIMIT, SIGNIN_RATE_LIMIT), so a 429 can never stand in for the refusal
 // the test must see: any 429 fails. A regenerated API key replaces the caller's credentials for the later runs.
 // Each run reports how many answers fell in each outcome class and requires every class to occur.
 import fc from 'fast-check';
@@ -31,7 +31,7 @@ let png: Buffer;
 /** The tables with an organizationId column: what another organization's owner must never change. */
 let organizationTables: string[];
 beforeAll(async () => {
-  server = await startTestServer({ rateLimits: [], failedLoginLimit: null, signInLimit: null });
+  server = await startTestServer({ rateLimits: [], addressRateLimits: [], failedLoginLimit: null, signInLimit: null });
   // No background writes between a request and the digests that judge it: the removal of expired
   // queues and old events runs every minute (a fuzzed queue may live a second), and with the polls
   // closed no GET /events waits (it answers at once with what the queue holds, as it does at shutdown).

@@ -19,7 +19,7 @@ let server: TestServer;
 let world: World;
 let session: SignedIn;
 beforeAll(async () => {
-  server = await startTestServer({ rateLimits: [], failedLoginLimit: null, signInLimit: null });
+  server = await startTestServer({ rateLimits: [], addressRateLimits: [], failedLoginLimit: null, signInLimit: null });
   world = await createWorld(server.app.prisma);
   await givePassword(server.app.prisma, world.users.admin.id);
   session = await signIn(server.url, { username: world.users.admin.email, realm: world.org.stringId });

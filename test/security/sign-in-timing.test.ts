@@ -15,7 +15,8 @@ beforeAll(async () => {
   server = await startTestServer();
   world = await createWorld(server.app.prisma);
   await setPassword(server.app.prisma, world.users.member.id, 'lighthouse-keeper-42');
-  processes = await serverProcessesOnTestDatabase(1, { API_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' });
+  const limitsOff = { API_RATE_LIMIT: 'off', API_IP_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' };
+  processes = await serverProcessesOnTestDatabase(1, limitsOff);
 }, 120_000);
 afterAll(async () => {
   await processes?.stop();

@@ -1,10 +1,12 @@
 // TRUSTED_PROXIES over real HTTP. On Linux all of 127.0.0.0/8 is loopback, so a client that binds
 // 127.0.0.2 is the trusted proxy and other 127.x addresses are untrusted peers. From a trusted proxy
 // the client named in X-Forwarded-For or Forwarded is what the failed-login limit counts and what
-// the request log shows; from anyone else (and without the setting) those headers change nothing.
-import { request } from 'node:http';
+// the request log shows; from anyone else (and without the setting) those headers change nothing,
+// and the log says so at most once every ten minutes.
+import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS, untrustedForwardingWarning } from '../../src/http/client-address.js';
 import { StartupError } from '../../src/startup-error.js';
 import { capturedLogger } from '../support/log-capture.js';
 import { startServerProcess } from '../support/process.js';
@@ -107,4 +109,45 @@ test('the request log line shows the client address', async () => {
   await usersMe(behindProxy, valid(), '127.0.0.54', forgedFor('203.0.113.41'));
   await usersMe(behindProxy, valid(), PROXY);
   expect(lines.filter((line) => line.msg === 'request').map((line) => line.client)).toEqual(['203.0.113.40', '2001:db8::40', '127.0.0.54', PROXY]);
+});
+
+describe('forwarding headers from a peer not in TRUSTED_PROXIES', () => {
+  const captured = capturedLogger('info');
+  let unconfigured: TestServer;
+  beforeAll(async () => {
+    unconfigured = await startTestServer({ failedLoginLimit }, { outbox: false, logger: captured.logger });
+  });
+  afterAll(() => unconfigured?.close());
+
+  const warnings = () => captured.lines.filter((line) => line.level === 40 && /TRUSTED_PROXIES/.test(line.msg));
+
+  test('the request log says so once, naming the peer and the headers; not again at once; not without them', async () => {
+    await usersMe(unconfigured, valid(), '127.0.0.60');
+    expect(warnings()).toEqual([]);
+    expect(await usersMe(unconfigured, valid(), '127.0.0.61', { 'x-forwarded-proto': 'https' })).toBe(200);
+    const warned = { peer: '127.0.0.61', headers: ['x-forwarded-proto'], requestId: expect.any(String) };
+    expect(warnings()).toEqual([expect.objectContaining(warned)]);
+    await usersMe(unconfigured, valid(), '127.0.0.62', forgedFor('198.51.100.60'));
+    await usersMe(unconfigured, valid(), '127.0.0.61', { 'x-forwarded-for': '198.51.100.61' });
+    expect(warnings()).toHaveLength(1);
+  });
+
+  test('repeated after ten minutes; a trusted proxy is never the subject', () => {
+    let now = 0;
+    const said: string[] = [];
+    const warning = untrustedForwardingWarning([PROXY], () => now);
+    const check = (message: IncomingMessage) => {
+      const found = warning(message);
+      if (found) said.push(`${found.peer} ${found.headers.join(',')}`);
+    };
+    const incoming = (peer: string, headers: Record<string, string>) =>
+      ({ socket: { remoteAddress: peer }, headers }) as unknown as IncomingMessage;
+    check(incoming(PROXY, { 'x-forwarded-for': '203.0.113.1' }));
+    check(incoming('192.0.2.1', { forwarded: 'for=203.0.113.1', 'x-forwarded-proto': 'https' }));
+    now += UNTRUSTED_FORWARDING_WARNING_INTERVAL_MS - 1;
+    check(incoming('192.0.2.2', { 'x-forwarded-for': '203.0.113.1' }));
+    now += 1;
+    check(incoming('192.0.2.3', { 'x-forwarded-for': '203.0.113.1' }));
+    expect(said).toEqual(['192.0.2.1 forwarded,x-forwarded-proto', '192.0.2.3 x-forwarded-for']);
+  });
 });

@@ -4,6 +4,7 @@ import type { AppContext } from '../../app-context.js';
 import type { DatabaseClient } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
 import type { AuthCache } from './auth-cache.js';
+import type { RateLimitReport } from './rate-limit.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 import { readSession, type SessionOf } from './sessions.js';
 import type { Actor } from './actor.js';
@@ -113,28 +114,52 @@ export async function authenticateApiKey(prisma: DatabaseClient, apiKey: string,
 }
 
 /**
- * What both doors call: credentials, then the per-user rate limit. A failed login counts against
- * the client address, which is refused with RATE_LIMIT_HIT (valid credentials too) once over its limit.
+ * What both doors call: credentials, then the per-user rate limit (noted in `rateLimits`). A failed
+ * login counts against the client address, which is refused with RATE_LIMIT_HIT (valid credentials
+ * too) once over its limit.
  */
-export async function authenticateRequest(app: AppContext, authorizationHeader: string, clientAddress: string): Promise<Actor> {
-  let actor: Actor;
-  try {
-    actor = await authenticate(app.prisma, authorizationHeader, app.authCache);
-  } catch (error) {
-    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress);
-    throw error;
-  }
-  await app.rateLimiter.hit(actor.id, 1, clientAddress);
+export async function authenticateRequest(
+  app: AppContext,
+  authorizationHeader: string,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Actor> {
+  const actor = await authenticateUncounted(app, authorizationHeader, clientAddress, rateLimits);
+  await app.rateLimiter.hit(actor.id, 1, clientAddress, rateLimits);
   return actor;
 }
 
 /**
- * A browser's session token (from its cookie), then the per-user rate limit. An unknown or ended
- * session is no failed login (a 256-bit token is not guessed; an old cookie is common).
+ * authenticateRequest without the per-user count, for a door that counts the request once it knows
+ * what it asks (GraphQL: a dry run is not counted). A failed login counts as it does there.
  */
-export async function authenticateSession(app: AppContext, sessionToken: string, clientAddress: string): Promise<SessionOf> {
+export async function authenticateUncounted(
+  app: AppContext,
+  authorizationHeader: string,
+  clientAddress: string,
+  rateLimits?: RateLimitReport,
+): Promise<Actor> {
+  try {
+    return await authenticate(app.prisma, authorizationHeader, app.authCache);
+  } catch (error) {
+    if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress, rateLimits);
+    throw error;
+  }
+}
+
+/**
+ * A browser's session token (from its cookie), then the per-user rate limit unless `counted` is
+ * false (see authenticateUncounted). An unknown or ended session is no failed login (a 256-bit
+ * token is not guessed; an old cookie is common).
+ */
+export async function authenticateSession(
+  app: AppContext,
+  sessionToken: string,
+  clientAddress: string,
+  { rateLimits, counted = true }: { rateLimits?: RateLimitReport; counted?: boolean } = {},
+): Promise<SessionOf> {
   const session = await readSession(app.sql, sessionToken);
   if (!session) throw sessionRequired();
-  await app.rateLimiter.hit(session.actor.id, 1, clientAddress);
+  if (counted) await app.rateLimiter.hit(session.actor.id, 1, clientAddress, rateLimits);
   return session;
 }

@@ -19,7 +19,7 @@ export const USER_API_KEY_CHANGED = 'USER_API_KEY_CHANGED';
 async function checkOldPassword(app: AppContext, actor: Actor, oldPassword: string): Promise<void> {
   const emailKey = actor.email.toLowerCase();
   try {
-    await app.rateLimiter.signInAttempt(emailKey);
+    await app.rateLimiter.passwordAttempt(emailKey);
   } catch (error) {
     if (!(error instanceof DomainError && error.code === 'RATE_LIMIT_HIT')) throw error;
     const seconds = Math.trunc(Number(error.data['retry-after']));

@@ -7,7 +7,7 @@ import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
 import type { Actor } from './authenticate.js';
 import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, verifyPassword, type Verification } from './passwords.js';
-import { signInCounterKey } from './rate-limit.js';
+import { signInCounterKey, type RateLimitReport } from './rate-limit.js';
 
 export const WRONG_CREDENTIALS = 'Your username or password is incorrect';
 
@@ -27,8 +27,10 @@ export interface PasswordSignIn {
   password: string;
   /** An organization's string_id: chooses among one address's accounts in several organizations. */
   realm?: string;
-  /** For the failed-login limit per client address. */
+  /** For the limits per client address. */
   clientAddress: string;
+  /** Where the limiters that ran are noted (the answer's X-RateLimit-* headers). */
+  rateLimits?: RateLimitReport;
 }
 
 interface AccountRow extends Actor {
@@ -63,14 +65,13 @@ async function findAccount(prisma: DatabaseClient, emailKey: string, realm: stri
  */
 const signInAdmission = new Gate(2 * HASH_SLOTS, 256 * HASH_SLOTS);
 
-/** One more attempt counted for the address, the account it names, and its password verified (a dummy hash without one). */
+/** The account the address names, and its password verified (a dummy hash without one). */
 async function checkPassword(app: AppContext, emailKey: string, input: PasswordSignIn): Promise<{ account: AccountRow; verification: Verification }> {
-  await app.rateLimiter.signInAttempt(emailKey);
   const account = await findAccount(app.prisma, emailKey, input.realm);
   const storedHash = account && !account.isBot ? account.passwordHash : null;
   const verification = await verifyPassword(storedHash, input.password);
   if (!account || !verification.valid) {
-    await app.rateLimiter.failure(input.clientAddress);
+    await app.rateLimiter.failure(input.clientAddress, input.rateLimits);
     throw authenticationFailed();
   }
   return { account, verification };
@@ -78,14 +79,18 @@ async function checkPassword(app: AppContext, emailKey: string, input: PasswordS
 
 /**
  * Checks in signin.md's order: the address's form, the rate limits (the client address's lockout,
- * then one more attempt counted for the address), then the password, verified in every case (a
- * dummy hash for an unknown address, a bot or an account without a password) so that nothing tells
- * them apart; only then whether the account or its organization is deactivated.
+ * then one more request of the client address and one more attempt for the e-mail address, in one
+ * statement), then the password, verified in every case (a dummy hash for an unknown address, a bot
+ * or an account without a password) so that nothing tells them apart; only then whether the account
+ * or its organization is deactivated. A malformed address still counts as a request of the client's.
  */
 export async function signInWithPassword(app: AppContext, input: PasswordSignIn): Promise<Actor> {
-  if (!isValidEmailSyntax(input.username)) throw new DomainError('Enter a valid email address.');
+  if (!isValidEmailSyntax(input.username)) {
+    await app.rateLimiter.hitUnauthenticated(input.clientAddress, input.rateLimits);
+    throw new DomainError('Enter a valid email address.');
+  }
   const emailKey = input.username.toLowerCase();
-  await app.rateLimiter.refuseLockedOutAddress(input.clientAddress);
+  await app.rateLimiter.signInAttempt(input.clientAddress, emailKey, input.rateLimits);
   const { account, verification } = await signInAdmission.run(() => checkPassword(app, emailKey, input));
   if (account.organizationDeactivated) throw realmDeactivated();
   if (!account.isActive) throw userDeactivated();

@@ -12,5 +12,6 @@ import './invitation-management.js';
 import './direct-message.js';
 import './live-updates.js';
 import './node.js';
+import './rate-limit.js';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -5,6 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../../app-context.js';
 import { html } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
+import { addressLimitRefusal } from './address-limit.js';
 import { acceptInvitation, inspectInvitation, type AcceptedAccount, type InvitationSummary } from '../../domain/invitations/accept.js';
 import { WEAK_PASSWORD } from '../../domain/auth/passwords.js';
 import { ROLE } from '../../domain/users/roles.js';
@@ -59,6 +60,8 @@ async function showForm(app: AppContext, c: Context): Promise<Response> {
 }
 
 async function submitForm(app: AppContext, c: Context): Promise<Response> {
+  const limited = await addressLimitRefusal(app, c);
+  if (limited) return limited;
   const key = c.req.param('key')!;
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const fullName = typeof form.full_name === 'string' ? form.full_name : '';

@@ -6,6 +6,7 @@ import type { AppContext } from '../../app-context.js';
 import { completePasswordReset, INVALID_LINK, requestPasswordReset, resetLinkAccount, type ResetLink } from '../../domain/auth/password-reset.js';
 import { html } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
+import { addressLimitRefusal } from './address-limit.js';
 import { page, redirect } from './layout.js';
 import { checkedForm, CSRF_FIELD, FORM_LIMIT, formCsrf, LOGIN_PATH } from './sign-in.js';
 
@@ -63,6 +64,8 @@ const completePage = () =>
 const linkOf = (c: Context): ResetLink => ({ uid: c.req.param('uid') ?? '', token: c.req.param('token') ?? '' });
 
 async function submitRequest(app: AppContext, c: Context): Promise<Response> {
+  const limited = await addressLimitRefusal(app, c);
+  if (limited) return limited;
   const checked = await checkedForm(c, app);
   if (checked instanceof Response) return checked;
   const { fields } = checked;
@@ -76,6 +79,8 @@ async function showLink(app: AppContext, c: Context): Promise<Response> {
 }
 
 async function submitNewPassword(app: AppContext, c: Context): Promise<Response> {
+  const limited = await addressLimitRefusal(app, c);
+  if (limited) return limited;
   const checked = await checkedForm(c, app);
   if (checked instanceof Response) return checked;
   const { fields } = checked;

@@ -110,6 +110,7 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
       password: fields.password ?? '',
       ...(form.realm && { realm: form.realm }),
       clientAddress: c.get('clientAddress') ?? '',
+      rateLimits: c.get('rateLimits'),
     });
     // A session the browser held before (perhaps someone else's) ends: one session per sign-in.
     if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);

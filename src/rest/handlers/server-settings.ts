@@ -8,8 +8,9 @@ export const ZULIP_FEATURE_LEVEL = 472;
 export const ZULIP_VERSION = '12.0';
 
 /** Requests carry no organization (no subdomains here), so the realm fields describe the server. */
-export const serverSettings: PublicRestHandler = async ({ app }) =>
-  successResponse({
+export const serverSettings: PublicRestHandler = async ({ app, clientAddress, rateLimits }) => {
+  await app.rateLimiter.hitUnauthenticated(clientAddress, rateLimits);
+  return successResponse({
     // E-mail address and password (fetch_api_key and the sign-in form); no other login method.
     authentication_methods: {
       password: true,
@@ -36,3 +37,4 @@ export const serverSettings: PublicRestHandler = async ({ app }) =>
     realm_url: app.config.serverUrl,
     realm_uri: app.config.serverUrl,
   });
+};

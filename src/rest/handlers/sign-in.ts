@@ -8,14 +8,15 @@ import { optional, parseParams, required, text } from '../params.js';
 import type { PublicRestHandler, RestHandler } from '../request.js';
 
 /** POST /fetch_api_key: the account's current key for its e-mail address and password. */
-export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddress }) => {
+export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddress, rateLimits }) => {
   const { values, ignored } = parseParams(params, {
     // NUL characters are no address: the address check answers for them.
     username: required(text({ allowNul: true })),
     password: required(text({ allowNul: true })),
     realm: optional(text()),
   });
-  const actor = await signInWithPassword(app, { username: values.username, password: values.password, realm: values.realm, clientAddress });
+  const { username, password, realm } = values;
+  const actor = await signInWithPassword(app, { username, password, realm, clientAddress, rateLimits });
   const apiKey = await currentApiKey(app.prisma, actor.id);
   return successResponse({ api_key: apiKey, email: actor.email, user_id: actor.id }, ignored);
 };
