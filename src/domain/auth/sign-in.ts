@@ -6,7 +6,7 @@ import type { Transaction } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
 import type { Actor } from './authenticate.js';
-import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, verifyPassword, type Verification } from './passwords.js';
+import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, refuseNulInPasswords, verifyPassword, type Verification } from './passwords.js';
 import { signInCounterKey } from './rate-limit.js';
 
 export const WRONG_CREDENTIALS = 'Your username or password is incorrect';
@@ -77,13 +77,15 @@ async function checkPassword(app: AppContext, emailKey: string, input: PasswordS
 }
 
 /**
- * Checks in signin.md's order: the address's form, the rate limits (the client address's lockout,
- * then one more attempt counted for the address), then the password, verified in every case (a
- * dummy hash for an unknown address, a bot or an account without a password) so that nothing tells
- * them apart; only then whether the account or its organization is deactivated.
+ * Checks in signin.md's order: the address's form (then a password holding NUL, refused uncounted),
+ * the rate limits (the client address's lockout, then one more attempt counted for the address),
+ * then the password, verified in every case (a dummy hash for an unknown address, a bot or an
+ * account without a password) so that nothing tells them apart; only then whether the account or
+ * its organization is deactivated.
  */
 export async function signInWithPassword(app: AppContext, input: PasswordSignIn): Promise<Actor> {
   if (!isValidEmailSyntax(input.username)) throw new DomainError('Enter a valid email address.');
+  refuseNulInPasswords(input.password);
   const emailKey = input.username.toLowerCase();
   await app.rateLimiter.refuseLockedOutAddress(input.clientAddress);
   const { account, verification } = await signInAdmission.run(() => checkPassword(app, emailKey, input));
@@ -100,8 +102,9 @@ async function replaceHash(prisma: Prisma, userId: number, previous: string, upg
   await prisma.user.updateMany({ where: { id: userId, passwordHash: previous }, data: { passwordHash: upgraded } });
 }
 
-/** Refuses a password under the reference's strength rule with the caller's words for it. */
+/** Refuses a password holding NUL, then one under the reference's strength rule with the caller's words for it. */
 export function assertStrongPassword(password: string, message: string): void {
+  refuseNulInPasswords(password);
   if (!isStrongPassword(password)) throw new DomainError(message);
 }
 
