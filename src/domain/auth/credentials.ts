@@ -68,7 +68,7 @@ export async function regenerateApiKey(app: AppContext, actor: Actor): Promise<s
   const previous = await inTransaction(app.prisma, async (tx) => {
     // Locked, so that the notification the update sends names this hash.
     const [row] = await tx.$queryRaw<{ apiKeyHash: string }[]>`SELECT "apiKeyHash" FROM user_account WHERE id = ${actor.id} FOR UPDATE`;
-    if (!row) throw new DomainError('No such user.');
+    if (!row) throw new Error(`user ${actor.id} vanished while regenerating its key`);
     heard = app.authCache?.changeHeard(row.apiKeyHash) ?? heard;
     await tx.user.update({ where: { id: actor.id }, data: apiKeyColumns(issued) });
     await tx.auditLogEntry.create({

@@ -16,7 +16,7 @@ export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddres
     realm: optional(text()),
   });
   const actor = await signInWithPassword(app, { username: values.username, password: values.password, realm: values.realm, clientAddress });
-  const apiKey = await currentApiKey(app.prisma, actor.id);
+  const apiKey = await currentApiKey(app.prisma, actor.id, app.authCache);
   return successResponse({ api_key: apiKey, email: actor.email, user_id: actor.id }, ignored);
 };
 
