@@ -70,7 +70,7 @@ describe('commands on the embedded database', () => {
     await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
   }, 120_000);
 
-  test('set-password reads one line from standard input, refuses a weak one, one holding NUL, a bot and an unknown account; the password then fetches the key', async () => {
+  test('set-password reads one line of standard input; refuses a weak one, one with NUL, a bot, an unknown account', async () => {
     const setPassword = (input: string, email = 'mark@lighthouse.example') => runCliWithInput({ DATA_DIR: dataDir }, input, 'set-password', '--org', 'lighthouse', '--email', email);
     expect(await setPassword('password123\n')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
     expect(await setPassword('')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });

@@ -49,7 +49,9 @@ export async function resetApiKey(database: Database, organizationStringId: stri
   const change = () =>
     database.prisma.$transaction(async (tx) => {
       const [row] = await tx.$queryRaw<{ apiKeyHash: string }[]>`
-        SELECT "apiKeyHash" FROM user_account WHERE "organizationId" = ${orgId} AND "emailKey" = ${emailKey} AND "systemBot" IS NULL FOR UPDATE`;
+        SELECT "apiKeyHash" FROM user_account
+         WHERE "organizationId" = ${orgId} AND "emailKey" = ${emailKey} AND "systemBot" IS NULL
+           FOR UPDATE`;
       if (!row) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
       await tx.user.updateMany({ where: { organizationId: orgId, emailKey }, data: apiKeyColumns(issued) });
       return { value: issued.apiKey, awaited: row.apiKeyHash };

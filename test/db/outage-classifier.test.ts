@@ -75,30 +75,54 @@ interface Case {
   make: () => Promise<unknown>;
 }
 
+const prisma = () => server.app.prisma;
+const counter = (key: string) => ({ data: { key, count: 1, windowEnd: new Date() } });
+const undefinedConnection = undefined as unknown as { connection: { end(): void } };
+
 const BUGS: Case[] = [
-  { name: 'PostgreSQL 23505 (unique violation)', make: () => statementError('CREATE TEMP TABLE t (x int UNIQUE); INSERT INTO t VALUES (1), (1)') },
+  {
+    name: 'PostgreSQL 23505 (unique violation)',
+    make: () => statementError('CREATE TEMP TABLE t (x int UNIQUE); INSERT INTO t VALUES (1), (1)'),
+  },
   { name: 'PostgreSQL 42P01 (no such table)', make: () => statementError('SELECT * FROM no_such_table_here') },
   { name: 'PostgreSQL 42601 (syntax error)', make: () => statementError('SELEC 1') },
   { name: 'PostgreSQL 22P02 (invalid text for a number)', make: () => statementError("SELECT 'twelve'::int") },
-  { name: 'PostgreSQL 42P01 through Prisma (raw)', make: () => errorOf(() => server.app.prisma.$queryRawUnsafe('SELECT * FROM no_such_table_here')) },
-  { name: 'PostgreSQL 22P02 through the hot-path driver (sql.ts)', make: () => errorOf(() => server.app.sql.rows("SELECT 'twelve'::int", [])) },
+  {
+    name: 'PostgreSQL 42P01 through Prisma (raw)',
+    make: () => errorOf(() => prisma().$queryRawUnsafe('SELECT * FROM no_such_table_here')),
+  },
+  {
+    name: 'PostgreSQL 22P02 through the hot-path driver (sql.ts)',
+    make: () => errorOf(() => server.app.sql.rows("SELECT 'twelve'::int", [])),
+  },
   {
     name: 'Prisma P2002 (unique constraint)',
     make: async () => {
       const key = `outage-classifier-${process.pid}-${Date.now()}`;
-      await server.app.prisma.rateCounter.create({ data: { key, count: 1, windowEnd: new Date() } });
-      return errorOf(() => server.app.prisma.rateCounter.create({ data: { key, count: 1, windowEnd: new Date() } }));
+      await prisma().rateCounter.create(counter(key));
+      return errorOf(() => prisma().rateCounter.create(counter(key)));
     },
   },
-  { name: 'Prisma P2025 (record to update not found)', make: () => errorOf(() => server.app.prisma.rateCounter.update({ where: { key: 'no such counter' }, data: { count: 2 } })) },
+  {
+    name: 'Prisma P2025 (record to update not found)',
+    make: () => errorOf(() => prisma().rateCounter.update({ where: { key: 'no such counter' }, data: { count: 2 } })),
+  },
   { name: "a missing upload file's ENOENT", make: () => errorOf(() => readFile('/nonexistent/uploads/2/ab/cd/file.png')) },
   { name: 'a plain Error saying "connection"', make: async () => new Error('connection settings of the upload store are invalid') },
-  { name: 'a TypeError', make: async () => errorOf(async () => (undefined as unknown as { connection: { end(): void } }).connection.end()) },
+  { name: 'a TypeError', make: async () => errorOf(async () => undefinedConnection.connection.end()) },
 ];
 
 const OUTAGES: (Case & { kind: 'lost' | 'unavailable' })[] = [
-  { name: 'connection refused (ECONNREFUSED)', kind: 'unavailable', make: async () => connectionError({ host: '127.0.0.1', port: await closedPort(), connectionTimeoutMillis: 5_000 }) },
-  { name: "the embedded database's socket missing (ENOENT on connect)", kind: 'unavailable', make: () => connectionError({ host: '/nonexistent-socket-dir', port: 5432 }) },
+  {
+    name: 'connection refused (ECONNREFUSED)',
+    kind: 'unavailable',
+    make: async () => connectionError({ host: '127.0.0.1', port: await closedPort(), connectionTimeoutMillis: 5_000 }),
+  },
+  {
+    name: "the embedded database's socket missing (ENOENT on connect)",
+    kind: 'unavailable',
+    make: () => connectionError({ host: '/nonexistent-socket-dir', port: 5432 }),
+  },
   {
     name: 'PostgreSQL 3D000 (no such database)',
     kind: 'unavailable',
@@ -109,14 +133,27 @@ const OUTAGES: (Case & { kind: 'lost' | 'unavailable' })[] = [
     },
   },
   { name: 'PostgreSQL 57P01 (backend terminated)', kind: 'lost', make: terminatedBackendError },
-  { name: 'PostgreSQL 08006 (connection failure)', kind: 'lost', make: async () => shaped('connection failure', { code: '08006', severity: 'FATAL' }) },
-  { name: 'PostgreSQL 53300 (too many connections)', kind: 'unavailable', make: async () => shaped('sorry, too many clients already', { code: '53300' }) },
-  { name: 'PostgreSQL 28P01 (password rotated)', kind: 'unavailable', make: async () => shaped('password authentication failed for user "teamchat"', { code: '28P01' }) },
-  { name: 'Prisma P1001 (cannot reach the server)', kind: 'unavailable', make: async () => shaped("Can't reach database server at db:5432", { code: 'P1001' }) },
+  { name: 'PostgreSQL 08006 (connection failure)', kind: 'lost', make: async () => shaped('connection failure', { code: '08006' }) },
+  {
+    name: 'PostgreSQL 53300 (too many connections)', kind: 'unavailable',
+    make: async () => shaped('sorry, too many clients already', { code: '53300' }),
+  },
+  {
+    name: 'PostgreSQL 28P01 (password rotated)', kind: 'unavailable',
+    make: async () => shaped('password authentication failed', { code: '28P01' }),
+  },
+  {
+    name: 'Prisma P1001 (cannot reach the server)', kind: 'unavailable',
+    make: async () => shaped("Can't reach database server", { code: 'P1001' }),
+  },
   {
     name: "Prisma's wrapped driver error (ConnectionClosed)",
     kind: 'lost',
-    make: async () => shaped('Invalid `prisma.user.findMany()` invocation:\n\nServer has closed the connection.', { code: 'P1017', meta: { driverAdapterError: { kind: 'ConnectionClosed' } } }),
+    make: async () =>
+      shaped('Invalid `prisma.user.findMany()` invocation:\n\nServer has closed the connection.', {
+        code: 'P1017',
+        meta: { driverAdapterError: { kind: 'ConnectionClosed' } },
+      }),
   },
 ];
 
@@ -144,8 +181,10 @@ describe('at the REST door', () => {
     const routes: RestRoute[] = [{ pattern: /^\/failing$/, methods: {}, publicMethods: { GET: async () => Promise.reject(error) } }];
     clear();
     try {
-      const response = await dispatchRest(routes, new Request('http://127.0.0.1/api/v1/failing'), server.app, { clientAddress: '127.0.0.1', log: logger, database: status });
-      return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json(), outageOpened: status.down };
+      const request = new Request('http://127.0.0.1/api/v1/failing');
+      const response = await dispatchRest(routes, request, server.app, { clientAddress: '127.0.0.1', log: logger, database: status });
+      const retryAfter = response.headers.get('retry-after');
+      return { status: response.status, retryAfter, body: await response.json(), outageOpened: status.down };
     } finally {
       status.stop();
     }
@@ -165,7 +204,8 @@ describe('at the REST door', () => {
     expect(lines.filter((line) => /database/.test(line.msg))).toEqual([]);
   });
 
-  test.each(OUTAGES.map((entry) => [entry.name, entry.kind]))('an outage answers 503 with Retry-After, no stack: %s (%s)', async (name, kind) => {
+  const outages = OUTAGES.map((entry) => [entry.name, entry.kind]);
+  test.each(outages)('an outage answers 503 with Retry-After, no stack: %s (%s)', async (name, kind) => {
     const answer = await answerTo(made.get(name));
     expect(answer).toEqual({
       status: 503,

@@ -92,7 +92,7 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
     expect(await passwordHashOf(member.id)).toBe(before);
     expect(await auditOf(member.id, 'USER_PASSWORD_CHANGED')).toHaveLength(audited);
     expect(await server.app.prisma.rateCounter.count({ where: { key: attemptsKey } })).toBe(0);
-    expect((await fetchKey(member.email, withNul)).body).toMatchObject({ result: 'error', msg: 'Null characters are not allowed.', code: 'BAD_REQUEST' });
+    expect(outcome(await fetchKey(member.email, withNul))).toEqual(error('Null characters are not allowed.'));
     expect((await fetchKey(member.email, PASSWORD)).status).toBe(200);
   });
 

@@ -185,7 +185,8 @@ describe('the link', () => {
     expect(shownError(weak.page)).toBe('The password is too weak.');
     for (const withNul of [`${NEW_PASSWORD}\0`, '\0abc']) {
       const refused = await submitNewPassword(link.url, withNul);
-      expect({ status: refused.status, error: shownError(refused.page) }).toEqual({ status: 200, error: 'Null characters are not allowed.' });
+      const shown = { status: refused.status, error: shownError(refused.page) };
+      expect(shown).toEqual({ status: 200, error: 'Null characters are not allowed.' });
     }
     expect(await hash()).toBe(before);
   });

@@ -136,7 +136,8 @@ describe('POST /accounts/login/', () => {
     const attemptsBefore = await server.app.prisma.rateCounter.findMany({ where: { key: attemptsKey } });
     const { form, fields } = await memberForm({ password: `${PASSWORD}\0` });
     const response = await postForm(loginUrl(), fields, form.cookies);
-    expect({ status: response.status, error: shownError(await response.text()) }).toEqual({ status: 200, error: 'Null characters are not allowed.' });
+    const shown = { status: response.status, error: shownError(await response.text()) };
+    expect(shown).toEqual({ status: 200, error: 'Null characters are not allowed.' });
     expect(response.headers.getSetCookie().filter((c) => c.startsWith('sessionid'))).toEqual([]);
     expect(await server.app.prisma.rateCounter.findMany({ where: { key: attemptsKey } })).toEqual(attemptsBefore);
   });
