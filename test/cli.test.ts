@@ -70,10 +70,11 @@ describe('commands on the embedded database', () => {
     await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
   }, 120_000);
 
-  test('set-password reads one line from standard input, refuses a weak one, a bot and an unknown account; the password then fetches the key', async () => {
+  test('set-password reads one line of standard input; refuses a weak one, one with NUL, a bot, an unknown account', async () => {
     const setPassword = (input: string, email = 'mark@lighthouse.example') => runCliWithInput({ DATA_DIR: dataDir }, input, 'set-password', '--org', 'lighthouse', '--email', email);
     expect(await setPassword('password123\n')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
     expect(await setPassword('')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
+    expect(await setPassword('Lighthouse-keeper-42\0\n')).toEqual({ code: 1, stdout: '', stderr: 'Null characters are not allowed.\n' });
     expect(await setPassword('Lighthouse-keeper-42\n', 'bolt-bot@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'Bots have no password.\n' });
     expect(await setPassword('Lighthouse-keeper-42\n', 'ghost@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
     // Only the first line counts: the second is not part of the password.

@@ -63,7 +63,7 @@ const commands: Record<string, Command> = {
     required: ['org', 'email'],
     positionals: 0,
     async run(database, _positionals, values) {
-      console.log(await resetApiKey(database.prisma, String(values.org), String(values.email)));
+      console.log(await resetApiKey(database, String(values.org), String(values.email)));
     },
   },
   'set-password': {

@@ -1,7 +1,8 @@
 // One connection per process LISTENs for the changes other processes announce with NOTIFY (at
 // commit). Whoever keeps state derived from the database in memory subscribes here, and must not
 // trust that state while the connection is down: subscribers are told when listening starts (with
-// the connection, to read the current state first) and when it stops.
+// the connection, to read the current state first) and when it stops. A process without a listener
+// (the CLI) hears its own change's notification with changeHeardBy.
 import pg from 'pg';
 
 const RECONNECT_MS = 1_000;
@@ -55,4 +56,38 @@ export async function listenForNotifications(connectionString: string, subscribe
     client = undefined;
     await last?.end().catch(() => {});
   };
+}
+
+/**
+ * Runs `change` while a connection of its own LISTENs on `channel`, then waits until the notification
+ * named by the change's `awaited` payload has arrived (at most `withinMs`), so that a process without
+ * a listener answers only once its change has been announced to every listening process.
+ */
+export async function changeHeardBy<T>(
+  connectionString: string,
+  channel: string,
+  change: () => Promise<{ value: T; awaited: string }>,
+  withinMs = 2_000,
+): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  const heard = new Set<string>();
+  let arrived = () => {};
+  client.on('notification', (message) => {
+    if (message.payload) heard.add(message.payload);
+    arrived();
+  });
+  client.on('error', () => arrived());
+  await client.connect();
+  try {
+    await client.query(`LISTEN ${channel}`);
+    const { value, awaited } = await change();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, withinMs).unref();
+      arrived = () => heard.has(awaited) && (clearTimeout(timer), resolve());
+      arrived();
+    });
+    return value;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

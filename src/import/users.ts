@@ -1,5 +1,7 @@
 // Administrator actions on single accounts, for the CLI.
-import type { DatabaseClient } from '../db/database.js';
+import type { Database, DatabaseClient } from '../db/database.js';
+import { changeHeardBy } from '../db/notifications.js';
+import { AUTH_CHANGED_CHANNEL } from '../domain/auth/auth-cache.js';
 import { DomainError } from '../domain/errors.js';
 import { apiKeyColumns, issueApiKey } from '../domain/users/api-keys.js';
 import { WEAK_PASSWORD } from '../domain/auth/passwords.js';
@@ -36,15 +38,25 @@ export async function createUser(prisma: DatabaseClient, input: NewUser): Promis
   return { id: user.id, apiKey: issued.apiKey };
 }
 
-export async function resetApiKey(prisma: DatabaseClient, organizationStringId: string, email: string): Promise<string> {
-  const orgId = await organizationId(prisma, organizationStringId);
-  const issued = await issueApiKey(prisma);
-  const { count } = await prisma.user.updateMany({
-    where: { organizationId: orgId, emailKey: email.trim().toLowerCase(), systemBot: null },
-    data: apiKeyColumns(issued),
-  });
-  if (count === 0) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
-  return issued.apiKey;
+/**
+ * A new API key for the account; answers once the change's notification has arrived (as the server's
+ * regeneration does, signin.md section 6), so the old key is refused by every server process by then.
+ */
+export async function resetApiKey(database: Database, organizationStringId: string, email: string): Promise<string> {
+  const orgId = await organizationId(database.prisma, organizationStringId);
+  const issued = await issueApiKey(database.prisma);
+  const emailKey = email.trim().toLowerCase();
+  const change = () =>
+    database.prisma.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<{ apiKeyHash: string }[]>`
+        SELECT "apiKeyHash" FROM user_account
+         WHERE "organizationId" = ${orgId} AND "emailKey" = ${emailKey} AND "systemBot" IS NULL
+           FOR UPDATE`;
+      if (!row) throw new DomainError(`No user ${email} in ${organizationStringId}.`);
+      await tx.user.updateMany({ where: { organizationId: orgId, emailKey }, data: apiKeyColumns(issued) });
+      return { value: issued.apiKey, awaited: row.apiKeyHash };
+    });
+  return changeHeardBy(database.directUrl, AUTH_CHANGED_CHANNEL, change);
 }
 
 /** Sets a human account's password (signin.md Decision 1); a weak one is refused with the registration form's words. */

@@ -1,8 +1,9 @@
 // The subscription caps under subscriptions that arrive together: a user's 100 and the process's
 // MAX_SUBSCRIPTIONS hold for 2,000 subscribes on one WebSocket, 150 WebSocket connections or SSE
-// requests opened at once, and a mix of them; the rest are refused as documented, and every stream
-// is uncounted when it ends (a refusal after admission included). Each subscription resumes after an
-// event that has a successor, so a live one proves itself by receiving that successor at once.
+// requests admitted in one moment (held until all have arrived), and a mix of them; the rest are
+// refused as documented, and every stream is uncounted when it ends (a refusal after admission
+// included). Each subscription resumes after an event that has a successor, so a live one proves
+// itself by receiving that successor at once.
 import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -109,8 +110,24 @@ test('2,000 subscribes back to back on one WebSocket: 100 live, the rest refused
   expect(tally(await overOneWebSocket(world.users.member.auth, after, 2_000))).toEqual({ live: 100, 'per-user refusal': 1_900 });
 });
 
-test.each(['ws', 'sse'] as const)('150 connections of one user opened at once over %s: 100 live, the rest refused', async (transport) => {
+/**
+ * Holds every admission until `count` have arrived, then lets them all go in one moment: a cap whose
+ * count were taken after an await would let them all pass its check.
+ */
+function admitTogether(count: number): void {
+  let arrived = 0;
+  let release = () => {};
+  const together = new Promise<void>((resolve) => (release = resolve));
+  server.app.eventStreams!.holdAdmission = () => {
+    if (++arrived === count) release();
+    return together;
+  };
+  closers.push(async () => void (server.app.eventStreams!.holdAdmission = undefined));
+}
+
+test.each(['ws', 'sse'] as const)('150 connections of one user admitted at once over %s: 100 live, the rest refused', async (transport) => {
   const { world, after } = await worldWithReplay();
+  admitTogether(150);
   expect(tally(await overOwnConnections(transport, world.users.member.auth, after, 150))).toEqual({ live: 100, 'per-user refusal': 50 });
 });
 

@@ -215,6 +215,18 @@ test('the form asks for a password; a weak one (or none) shows the form again wi
   expect(await fetched.json()).toMatchObject({ result: 'success', api_key: apiKeyOn(created.body), email: invitation.email });
 });
 
+test('a password holding NUL shows the form again with the reference\'s words and creates nothing', async () => {
+  const world = await createWorld(server.app.prisma);
+  const invitation = await createInvitation(server, world, { email: uniqueEmail('nul') });
+  for (const withNul of ['Wendy-lighthouse-2026\0', '\0abc']) {
+    const refused = await submit(invitation.confirmationKey, 'Nora Nul', withNul);
+    expect({ status: refused.status, error: errorOn(refused.body) }).toEqual({ status: 400, error: 'Null characters are not allowed.' });
+    expect(refused.body).toContain('value="Nora Nul"');
+  }
+  expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: invitation.email } })).toBe(0);
+  expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).status).toBe('PENDING');
+});
+
 test('a double submit creates one account; the second submit is told the link was used', async () => {
   const world = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, world, { email: uniqueEmail('twice') });

@@ -79,6 +79,23 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
     expect((await fetchKey(owner.email, PASSWORD)).status).toBe(200);
   });
 
+  test('a password holding NUL, old or new: 400 Null characters are not allowed., nothing changed, no attempt counted', async () => {
+    const member = world.users.member;
+    const attemptsKey = `sign-in:${member.email.toLowerCase()}`;
+    await server.app.prisma.rateCounter.deleteMany({ where: { key: attemptsKey } });
+    const before = await passwordHashOf(member.id);
+    const audited = (await auditOf(member.id, 'USER_PASSWORD_CHANGED')).length;
+    const withNul = `${NEW_PASSWORD.slice(0, 5)}\0${NEW_PASSWORD.slice(5)}`;
+    for (const form of [{ old_password: PASSWORD, new_password: withNul }, { old_password: `${PASSWORD}\0`, new_password: NEW_PASSWORD }]) {
+      expect(outcome(await settings(member.auth, form))).toEqual(error('Null characters are not allowed.'));
+    }
+    expect(await passwordHashOf(member.id)).toBe(before);
+    expect(await auditOf(member.id, 'USER_PASSWORD_CHANGED')).toHaveLength(audited);
+    expect(await server.app.prisma.rateCounter.count({ where: { key: attemptsKey } })).toBe(0);
+    expect(outcome(await fetchKey(member.email, withNul))).toEqual(error('Null characters are not allowed.'));
+    expect((await fetchKey(member.email, PASSWORD)).status).toBe(200);
+  });
+
   test('a bot has no password; other parameters are reported as ignored', async () => {
     expect(outcome(await settings(world.users.bot.auth, { old_password: '', new_password: NEW_PASSWORD }))).toEqual(error('Wrong password!'));
     expect(outcome(await settings(world.users.member.auth, { full_name: 'Someone' }))).toEqual({

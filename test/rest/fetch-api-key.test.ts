@@ -67,6 +67,16 @@ describe('section 1: the request', () => {
     }
   });
 
+  test('a password holding NUL: 400 Null characters are not allowed., for any address, no attempt counted', async () => {
+    for (const username of [world.users.member.email, 'nobody-here@lighthouse.example']) {
+      expect(outcome(await fetchKey({ username, password: `${PASSWORD}\0`, realm: world.org.stringId }))).toEqual({
+        status: 400,
+        body: { result: 'error', msg: 'Null characters are not allowed.', code: 'BAD_REQUEST' },
+      });
+    }
+    expect(await server.app.prisma.rateCounter.count({ where: { key: { startsWith: 'sign-in:' } } })).toBe(0);
+  });
+
   test("success: the account's current key, its address as stored and its id; fetching does not change it", async () => {
     const member = world.users.member;
     const first = await fetchKey({ username: member.email, password: PASSWORD });

@@ -2,7 +2,9 @@
 // an account: an unknown address and a wrong password get the same status and body, in the same
 // time (a dummy hash is verified). Measured on a server process of its own with every limit off:
 // the medians of 50 of each, asked in alternation, differ by less than 10% (in one of up to three measurements).
+// What makes the times alike is counted too: every attempt verifies exactly one hash, account or not.
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { passwordVerifications } from '../../src/domain/auth/passwords.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
 import { serverProcessesOnTestDatabase, type ProcessesOnTestDatabase } from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -12,7 +14,7 @@ let server: TestServer;
 let processes: ProcessesOnTestDatabase;
 let world: World;
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ failedLoginLimit: null });
   world = await createWorld(server.app.prisma);
   await setPassword(server.app.prisma, world.users.member.id, 'lighthouse-keeper-42');
   const limitsOff = { API_RATE_LIMIT: 'off', API_IP_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' };
@@ -71,3 +73,22 @@ test('50 unknown addresses and 50 wrong passwords: the same answer, medians with
   expect([...bodies]).toEqual(['{"result":"error","msg":"Your username or password is incorrect","code":"AUTHENTICATION_FAILED"}\n']);
   expect({ measured, oneWithin10Percent: measured.some((m) => m.difference < 0.1) }).toMatchObject({ oneWithin10Percent: true });
 }, 300_000);
+
+test('every attempt verifies one hash: an unknown address, a bot, an account without a password (a dummy hash), a wrong or right password', async () => {
+  const fetchKey = (username: string, password: string) => {
+    const body = new URLSearchParams({ username, password, realm: world.org.stringId });
+    return fetch(`${server.url}/api/v1/fetch_api_key`, { method: 'POST', body });
+  };
+  const attempts: [string, string, number][] = [
+    ['nobody-counted@lighthouse.example', 'not-the-password', 401],
+    [world.users.bot.email, 'not-the-password', 401],
+    [world.users.admin.email, 'not-the-password', 401],
+    [world.users.member.email, 'not-the-password', 401],
+    [world.users.member.email, 'lighthouse-keeper-42', 200],
+  ];
+  for (const [username, password, status] of attempts) {
+    const before = passwordVerifications();
+    expect((await fetchKey(username, password)).status).toBe(status);
+    expect({ username, status, verified: passwordVerifications() - before }).toEqual({ username, status, verified: 1 });
+  }
+});

@@ -168,7 +168,7 @@ describe('the request', () => {
 });
 
 describe('the link', () => {
-  test('shows the form for the account; the passwords must match and be strong, nothing changes until they are', async () => {
+  test('shows the form for the account; the passwords must match, be strong and hold no NUL, nothing changes until they do', async () => {
     const { world, email } = await memberWithOwnAddress();
     const link = await resetLink(email);
     const page = await (await fetch(link.url)).text();
@@ -183,6 +183,11 @@ describe('the link', () => {
     const weak = await submitNewPassword(link.url, 'abcdef');
     expect(weak.status).toBe(200);
     expect(shownError(weak.page)).toBe('The password is too weak.');
+    for (const withNul of [`${NEW_PASSWORD}\0`, '\0abc']) {
+      const refused = await submitNewPassword(link.url, withNul);
+      const shown = { status: refused.status, error: shownError(refused.page) };
+      expect(shown).toEqual({ status: 200, error: 'Null characters are not allowed.' });
+    }
     expect(await hash()).toBe(before);
   });
 

@@ -131,6 +131,17 @@ describe('POST /accounts/login/', () => {
     }
   });
 
+  test('a password holding NUL shows the form again with the reference\'s words; no attempt counted', async () => {
+    const attemptsKey = `sign-in:${world.users.member.email.toLowerCase()}`;
+    const attemptsBefore = await server.app.prisma.rateCounter.findMany({ where: { key: attemptsKey } });
+    const { form, fields } = await memberForm({ password: `${PASSWORD}\0` });
+    const response = await postForm(loginUrl(), fields, form.cookies);
+    const shown = { status: response.status, error: shownError(await response.text()) };
+    expect(shown).toEqual({ status: 200, error: 'Null characters are not allowed.' });
+    expect(response.headers.getSetCookie().filter((c) => c.startsWith('sessionid'))).toEqual([]);
+    expect(await server.app.prisma.rateCounter.findMany({ where: { key: attemptsKey } })).toEqual(attemptsBefore);
+  });
+
   test('a deactivated account (right password) is told so', async () => {
     const { form, fields } = await memberForm({ username: world.users.deactivated.email });
     const response = await postForm(loginUrl(), fields, form.cookies);

@@ -5,7 +5,7 @@ import { DomainError } from '../errors.js';
 import { inTransaction } from '../transaction.js';
 import { apiKeyColumns, issueApiKey } from '../users/api-keys.js';
 import type { Actor } from './authenticate.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword, refuseNulInPasswords, verifyPassword } from './passwords.js';
 import { keepSessionAfterPasswordChange } from './sessions.js';
 import { assertStrongPassword, storePasswordHash } from './sign-in.js';
 
@@ -32,15 +32,17 @@ async function checkOldPassword(app: AppContext, actor: Actor, oldPassword: stri
 }
 
 /**
- * Replaces the password: the old one first, then the new one's strength. The new hash is what ends
- * the user's sessions, but for the one that made the change (`keepSessionId`), which takes the new
- * hash's fingerprint in the same transaction; the API key stays. Returns the new hash.
+ * Replaces the password: neither password may hold NUL, then the old one is checked, then the new
+ * one's strength. The new hash is what ends the user's sessions, but for the one that made the change
+ * (`keepSessionId`), which takes the new hash's fingerprint in the same transaction; the API key
+ * stays. Returns the new hash.
  */
 export async function changePassword(
   app: AppContext,
   actor: Actor,
   input: { oldPassword: string; newPassword: string; keepSessionId?: number },
 ): Promise<string> {
+  refuseNulInPasswords(input.oldPassword, input.newPassword);
   await checkOldPassword(app, actor, input.oldPassword);
   assertStrongPassword(input.newPassword, 'New password is too weak!');
   const passwordHash = await hashPassword(input.newPassword);
@@ -57,18 +59,24 @@ export async function changePassword(
 /**
  * A new API key for the caller. The old one stops working in every server process: the row's change
  * notifies them all at commit (migration auth_change_notifications), which drops their cached entry
- * for the old key's hash; this process drops its own before answering.
+ * for the old key's hash. The answer waits until this process has heard that notification, which the
+ * others hear about as soon (signin.md section 6); this process's own entry is dropped at once.
  */
 export async function regenerateApiKey(app: AppContext, actor: Actor): Promise<string> {
   const issued = await issueApiKey(app.prisma);
+  let heard: Promise<void> = Promise.resolve();
   const previous = await inTransaction(app.prisma, async (tx) => {
-    const { apiKeyHash } = await tx.user.findUniqueOrThrow({ where: { id: actor.id }, select: { apiKeyHash: true } });
+    // Locked, so that the notification the update sends names this hash.
+    const [row] = await tx.$queryRaw<{ apiKeyHash: string }[]>`SELECT "apiKeyHash" FROM user_account WHERE id = ${actor.id} FOR UPDATE`;
+    if (!row) throw new Error(`user ${actor.id} vanished while regenerating its key`);
+    heard = app.authCache?.changeHeard(row.apiKeyHash) ?? heard;
     await tx.user.update({ where: { id: actor.id }, data: apiKeyColumns(issued) });
     await tx.auditLogEntry.create({
       data: { organizationId: actor.organizationId, actorId: actor.id, eventType: USER_API_KEY_CHANGED, extraData: { modified_user_id: actor.id } },
     });
-    return apiKeyHash;
+    return row.apiKeyHash;
   });
   app.authCache?.invalidate(previous);
+  await heard;
   return issued.apiKey;
 }

@@ -19,6 +19,17 @@ export const PASSWORD_MIN_GUESSES = 10_000;
 /** The registration and reset forms' words for a password under the strength rule (signin.md section 3). */
 export const WEAK_PASSWORD = 'The password is too weak.';
 
+/** Django's words for a form field holding U+0000 (signin.md Decision 7), on every door. */
+export const NUL_IN_PASSWORD = 'Null characters are not allowed.';
+
+/**
+ * Refuses a password containing U+0000, wherever one is set or checked: before anything is counted,
+ * hashed or stored, so the refusal (400 BAD_REQUEST) changes nothing.
+ */
+export function refuseNulInPasswords(...passwords: string[]): void {
+  if (passwords.some((password) => password.includes('\0'))) throw new DomainError(NUL_IN_PASSWORD);
+}
+
 /**
  * What a stored hash may cost to verify: anything beyond is refused at import and never verified
  * (an imported `m=4194304` would take 4 GiB per sign-in). Django's defaults are m=102400 (100 MiB),
@@ -135,12 +146,19 @@ export const passwordGate = new Gate(HASH_SLOTS, 32 * HASH_SLOTS);
 const weightOf = (memoryKib: number) => Math.ceil(memoryKib / ARGON2ID.memoryCost!);
 
 export function hashPassword(password: string): Promise<string> {
+  refuseNulInPasswords(password);
   return passwordGate.run(() => hash(password, ARGON2ID));
 }
 
 const pbkdf2Async = promisify(pbkdf2);
 
+let verificationsStarted = 0;
+
+/** Hashes this process has begun to verify: every sign-in verifies exactly one, an account or not (tests count them). */
+export const passwordVerifications = () => verificationsStarted;
+
 async function verifyFormat(format: HashFormat, password: string): Promise<boolean> {
+  verificationsStarted++;
   if (format.kind === 'argon2id') return passwordGate.run(() => verify(format.phc, password), weightOf(format.memoryKib));
   const digest = await passwordGate.run(() => pbkdf2Async(password, format.salt, format.iterations, 32, 'sha256'));
   return timingSafeEqual(digest, format.digest);
@@ -163,6 +181,7 @@ export interface Verification {
 
 /** Verifies against the stored hash; no hash (or an unusable one) verifies a dummy hash and fails. */
 export async function verifyPassword(stored: string | null, password: string): Promise<Verification> {
+  refuseNulInPasswords(password);
   const format = stored === null ? null : readHash(stored);
   if (!format) {
     await verifyFormat(readHash(await dummy())!, password);

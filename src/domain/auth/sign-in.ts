@@ -6,7 +6,7 @@ import type { Transaction } from '../transaction.js';
 import { DomainError } from '../errors.js';
 import { isValidEmailSyntax } from '../invitations/addresses.js';
 import type { Actor } from './authenticate.js';
-import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, verifyPassword, type Verification } from './passwords.js';
+import { Gate, HASH_SLOTS, hashPassword, isStrongPassword, refuseNulInPasswords, verifyPassword, type Verification } from './passwords.js';
 import { signInCounterKey, type RateLimitReport } from './rate-limit.js';
 
 export const WRONG_CREDENTIALS = 'Your username or password is incorrect';
@@ -78,17 +78,19 @@ async function checkPassword(app: AppContext, emailKey: string, input: PasswordS
 }
 
 /**
- * Checks in signin.md's order: the address's form, the rate limits (the client address's lockout,
- * then one more request of the client address and one more attempt for the e-mail address, in one
- * statement), then the password, verified in every case (a dummy hash for an unknown address, a bot
- * or an account without a password) so that nothing tells them apart; only then whether the account
- * or its organization is deactivated. A malformed address still counts as a request of the client's.
+ * Checks in signin.md's order: the address's form (then a password holding NUL, refused uncounted),
+ * the rate limits (the client address's lockout, then one more request of the client address and one
+ * more attempt for the e-mail address, in one statement), then the password, verified in every case
+ * (a dummy hash for an unknown address, a bot or an account without a password) so that nothing tells
+ * them apart; only then whether the account or its organization is deactivated. A malformed address
+ * still counts as a request of the client's.
  */
 export async function signInWithPassword(app: AppContext, input: PasswordSignIn): Promise<Actor> {
   if (!isValidEmailSyntax(input.username)) {
     await app.rateLimiter.hitUnauthenticated(input.clientAddress, input.rateLimits);
     throw new DomainError('Enter a valid email address.');
   }
+  refuseNulInPasswords(input.password);
   const emailKey = input.username.toLowerCase();
   await app.rateLimiter.signInAttempt(input.clientAddress, emailKey, input.rateLimits);
   const { account, verification } = await signInAdmission.run(() => checkPassword(app, emailKey, input));
@@ -105,8 +107,9 @@ async function replaceHash(prisma: DatabaseClient, userId: number, previous: str
   await prisma.user.updateMany({ where: { id: userId, passwordHash: previous }, data: { passwordHash: upgraded } });
 }
 
-/** Refuses a password under the reference's strength rule with the caller's words for it. */
+/** Refuses a password holding NUL, then one under the reference's strength rule with the caller's words for it. */
 export function assertStrongPassword(password: string, message: string): void {
+  refuseNulInPasswords(password);
   if (!isStrongPassword(password)) throw new DomainError(message);
 }
 

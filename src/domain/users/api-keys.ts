@@ -4,6 +4,7 @@
 // the database without the server_secret table reveals no key.
 import { createCipheriv, createDecipheriv, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import type { DatabaseClient } from '../../db/database.js';
+import type { AuthCache } from '../auth/auth-cache.js';
 import { serverSecret } from '../server-secrets.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -77,17 +78,22 @@ export async function unsealApiKey(prisma: DatabaseClient, row: { apiKeyHash: st
 
 /**
  * The account's current key, as fetch_api_key returns it (fetching does not change it). An account
- * whose key predates sealing gets a new key here, once: its old one stops working.
+ * whose key predates sealing gets a new key here, once: its old one stops working, and the answer
+ * waits until this process has heard that change's notification, as after a regeneration.
  */
-export async function currentApiKey(prisma: DatabaseClient, userId: number): Promise<string> {
+export async function currentApiKey(prisma: DatabaseClient, userId: number, authCache?: AuthCache): Promise<string> {
   for (;;) {
     const row = await prisma.user.findUniqueOrThrow({ where: { id: userId }, select: { apiKeyHash: true, apiKeySealed: true } });
     const apiKey = await unsealApiKey(prisma, row);
     if (apiKey) return apiKey;
     const issued = await issueApiKey(prisma);
+    const heard = authCache?.changeHeard(row.apiKeyHash);
     // Of two fetches at once, one replaces the key and the other reads (and returns) it.
     const { count } = await prisma.user.updateMany({ where: { id: userId, apiKeyHash: row.apiKeyHash }, data: apiKeyColumns(issued) });
-    if (count === 1) return issued.apiKey;
+    if (count === 1) {
+      await heard;
+      return issued.apiKey;
+    }
   }
 }
 
