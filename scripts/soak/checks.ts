@@ -300,7 +300,12 @@ export function checkRedeliveries(emails: DeliveredEmail[], history: RecordedHis
   return result('re-deliveries', 'e-mails', byAddress.size, violations, `${redeliveries} re-deliveries${causes ? ` (excused by ${causes})` : ''}`);
 }
 
-/** A 503 or a missing answer is a fault's doing only during one that struck the request's server (or every process), or its grace after. */
+/**
+ * A 503 or a missing answer is a fault's doing only while one lasts, or within the grace after it:
+ * a missing answer only during a fault of the request's server or of every process (the database);
+ * a 503 during any fault but the mail server's, since a killed or stopped server's clients move to
+ * the others with its load.
+ */
 export function checkAvailability(history: RecordedHistory): CheckResult {
   const seconds = inRun(history);
   const violations: string[] = [];
@@ -310,13 +315,14 @@ export function checkAvailability(history: RecordedHistory): CheckResult {
     const excused = history.faults.some(
       (fault) =>
         fault.kind !== 'smtp-refuses' &&
-        (fault.target === null || fault.target === op.server) &&
+        (op.status === 503 || fault.target === null || fault.target === op.server) &&
         fault.start <= answeredAt &&
         fault.end + UNAVAILABILITY_GRACE_MS >= op.sentAt,
     );
     if (!excused) {
       const answer = op.status === 503 ? '503' : 'no answer';
-      violations.push(`${op.kind} (#${op.id}) on ${op.server}: ${answer} between ${seconds(op.sentAt)} and ${seconds(answeredAt)}, no fault of that server or the database within ${UNAVAILABILITY_GRACE_MS / 1000} s (${op.detail?.slice(0, 200)})`);
+      const faults = op.status === 503 ? 'no fault' : 'no fault of that server or the database';
+      violations.push(`${op.kind} (#${op.id}) on ${op.server}: ${answer} between ${seconds(op.sentAt)} and ${seconds(answeredAt)}, ${faults} within ${UNAVAILABILITY_GRACE_MS / 1000} s (${op.detail?.slice(0, 200)})`);
     }
   }
   return result('availability', 'requests', history.operations.length, violations, `${unavailable.length} answered 503 or not at all`);
@@ -363,5 +369,6 @@ export function checkLiveClients(snapshot: Snapshot, clients: LiveRecord[]): Che
     );
   }
   const events = clients.reduce((sum, c) => sum + c.received.length, 0);
-  return result('live clients', 'clients', clients.length, violations, `${events} events received`);
+  const reconnections = clients.reduce((sum, c) => sum + c.reconnections, 0);
+  return result('live clients', 'clients', clients.length, violations, `${events} events received, ${reconnections} reconnections`);
 }

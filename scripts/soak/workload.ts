@@ -90,13 +90,15 @@ export function workload(org: SoakOrganization, servers: ServerSlot[], history: 
       const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
       if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text.slice(0, 200)}`);
       known.accepted.add(message.to);
-      await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
+      const op = await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
         method: 'POST',
         change: true,
         subject: { organizationId: org.id, email: message.to },
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ full_name: 'Soak Newcomer' }).toString(),
+        body: new URLSearchParams({ full_name: 'Soak Newcomer', password: `Soak-lighthouse-${unique()}` }).toString(),
       });
+      // A 200 is the welcome page; the form again (a 200 as well) would be an acceptance that did not happen.
+      if (op.outcome === 'ok' && !String(op.body).includes('id="api-key"')) history.violation(`the acceptance of ${message.to} (#${op.id}) answered 200 without an account: ${String(op.body).slice(0, 300)}`);
     }],
     [2, async (at) => {
       const name = `soak_${unique().replaceAll('-', '_')}`;

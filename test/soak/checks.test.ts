@@ -190,7 +190,19 @@ describe('the soak checker', () => {
     test('a 503 with no fault near it', () => {
       const run = cleanRun();
       Object.assign(op(run, 'upload', 3), { status: 503, outcome: 'unknown' });
-      expect(violationsOf(run, 'availability')).toEqual([expect.stringMatching(/^upload \(#\d+\) on server A: 503 between .* no fault of that server or the database/)]);
+      expect(violationsOf(run, 'availability')).toEqual([expect.stringMatching(/^upload \(#\d+\) on server A: 503 between .* no fault within 5 s/)]);
+    });
+
+    test("a 503 of server A during server B's kill (its clients came to A) but not after the grace, nor during the mail server's refusal", () => {
+      const run = cleanRun();
+      const busy = run.history.operations.find((o) => o.status === null)!;
+      Object.assign(busy, { server: 'server A', status: 503 });
+      expect(violationsOf(run, 'availability')).toEqual([]);
+      busy.sentAt = KILL_OF_B.end + UNAVAILABILITY_GRACE_MS + 1;
+      busy.answeredAt = busy.sentAt + 10;
+      expect(violationsOf(run, 'availability')).toHaveLength(1);
+      run.history = { ...run.history, faults: [{ kind: 'smtp-refuses', target: null, start: busy.sentAt - 1_000, end: busy.answeredAt + 1_000, detail: '' }] };
+      expect(violationsOf(run, 'availability')).toHaveLength(1);
     });
 
     test("a missing answer on another server than the fault's, or after its grace", () => {
