@@ -1,11 +1,12 @@
 // npm run soak [-- --minutes N] [-- --seed S]: the fault soak (see the README's "Fault soak").
 // Two server processes, started as `npm start` starts them, on a fresh database beside DATABASE_URL's
-// (through PgBouncer when DATABASE_DIRECT_URL is also given, as the servers then use both), each
-// through a TCP proxy of the soak; a real SMTP receiver; a mixed workload from the users of several
+// (or in an embedded PostgreSQL of the soak's own without it; through PgBouncer when
+// DATABASE_DIRECT_URL is also given, as the servers then use both), each through a TCP proxy of the
+// soak and with a real SMTP receiver of its own; a mixed workload from the users of several
 // organizations, 200 subscriptions over both transports and 50 long-poll queues, while faults are
 // injected at random moments of a seeded run. Then it checks the recorded history against the
-// database, the storage, the e-mails received and the events each client received, and exits 1 on
-// any broken invariant.
+// database, the storage, the e-mails received and the events each client received (checks.ts), and
+// exits 1 on any broken invariant.
 import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

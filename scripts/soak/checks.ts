@@ -123,41 +123,49 @@ function result(name: string, unit: string, examined: number, violations: string
   return { name, unit, examined, violations, ...(notes ? { notes } : {}) };
 }
 
+/** One change request against what the database shows: the promise it broke, if any. */
+type Verdict = (op: Operation) => string | undefined;
+
+function checkChanges(history: RecordedHistory, kind: string, name: string, verdict: Verdict): CheckResult {
+  const ops = ofKind(history, kind);
+  return result(name, 'requests', ops.length, ops.map(verdict).filter((v): v is string => v !== undefined));
+}
+
+const refused = (op: Operation) => `was refused (${op.status})`;
+
 export function checkInvitations(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'invite');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'invite', 'invitations', (op) => {
     const { organizationId, emails } = subject<{ organizationId: number; emails: string[] }>(op);
     const found = snapshot.invitations.filter((row) => row.organizationId === organizationId && emails.includes(row.email)).length;
-    if (op.outcome === 'ok' && found !== emails.length) violations.push(`invitation #${op.id} of ${emails.join(', ')} was acknowledged; ${found} of its ${emails.length} rows are in the database`);
-    if (op.outcome === 'refused' && found !== 0) violations.push(`invitation #${op.id} of ${emails.join(', ')} was refused (${op.status}); ${found} of its rows are in the database`);
-    if (op.outcome === 'unknown' && found !== 0 && found !== emails.length) violations.push(`invitation #${op.id} (unknown outcome) left ${found} of its ${emails.length} rows: not all or nothing`);
-  }
-  return result('invitations', 'requests', ops.length, violations);
+    const what = `invitation #${op.id} of ${emails.join(', ')}`;
+    const rows = `${found} of its ${emails.length} rows`;
+    if (op.outcome === 'ok' && found !== emails.length) return `${what} was acknowledged; ${rows} are in the database`;
+    if (op.outcome === 'refused' && found !== 0) return `${what} ${refused(op)}; ${rows} are in the database`;
+    const partial = found !== 0 && found !== emails.length;
+    if (op.outcome === 'unknown' && partial) return `${what} (unknown outcome) left ${rows}: not all or none`;
+    return undefined;
+  });
 }
 
 export function checkRevocations(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'revoke invitation');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'revoke invitation', 'revocations', (op) => {
     const { invitationId } = subject<{ invitationId: number }>(op);
     const status = snapshot.invitations.find((row) => row.id === invitationId)?.status;
-    if (op.outcome === 'ok' && status !== 'REVOKED') violations.push(`the revocation of invitation ${invitationId} (#${op.id}) was acknowledged; its status is ${status ?? 'gone'}`);
-    if (op.outcome === 'refused' && status === 'REVOKED') violations.push(`the revocation of invitation ${invitationId} (#${op.id}) was refused (${op.status}); it is revoked`);
-  }
-  return result('revocations', 'requests', ops.length, violations);
+    const what = `the revocation of invitation ${invitationId} (#${op.id})`;
+    if (op.outcome === 'ok' && status !== 'REVOKED') return `${what} was acknowledged; its status is ${status ?? 'gone'}`;
+    if (op.outcome === 'refused' && status === 'REVOKED') return `${what} ${refused(op)}; it is revoked`;
+    return undefined;
+  });
 }
 
 export function checkAcceptances(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'accept invitation');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'accept invitation', 'acceptances', (op) => {
     const { organizationId, email } = subject<{ organizationId: number; email: string }>(op);
     const n = snapshot.accounts.filter((a) => a.organizationId === organizationId && a.email.toLowerCase() === email.toLowerCase()).length;
-    if (op.outcome === 'ok' && n !== 1) violations.push(`the acceptance of ${email} (#${op.id}) was acknowledged; ${n} accounts exist`);
-    if (op.outcome === 'refused' && n !== 0) violations.push(`the acceptance of ${email} (#${op.id}) was refused (${op.status}); the account exists`);
-  }
-  return result('acceptances', 'requests', ops.length, violations);
+    if (op.outcome === 'ok' && n !== 1) return `the acceptance of ${email} (#${op.id}) was acknowledged; ${n} accounts exist`;
+    if (op.outcome === 'refused' && n !== 0) return `the acceptance of ${email} (#${op.id}) ${refused(op)}; the account exists`;
+    return undefined;
+  });
 }
 
 const emojiRows = (snapshot: Snapshot, op: Operation) => {
@@ -166,50 +174,47 @@ const emojiRows = (snapshot: Snapshot, op: Operation) => {
 };
 
 export function checkEmojiAdditions(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'add emoji');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'add emoji', 'emoji additions', (op) => {
     const { name, rows } = emojiRows(snapshot, op);
-    if (op.outcome === 'ok' && rows.length !== 1) violations.push(`emoji ${name} (#${op.id}) was acknowledged; ${rows.length} rows are in the database`);
-    if (op.outcome === 'refused' && rows.length !== 0) violations.push(`emoji ${name} (#${op.id}) was refused (${op.status}); it is in the database`);
-  }
-  return result('emoji additions', 'requests', ops.length, violations);
+    if (op.outcome === 'ok' && rows.length !== 1) return `emoji ${name} (#${op.id}) was acknowledged; ${rows.length} rows are there`;
+    if (op.outcome === 'refused' && rows.length !== 0) return `emoji ${name} (#${op.id}) ${refused(op)}; it is in the database`;
+    return undefined;
+  });
 }
 
 export function checkEmojiDeactivations(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'deactivate emoji');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'deactivate emoji', 'emoji deactivations', (op) => {
     const { name, rows } = emojiRows(snapshot, op);
-    if (op.outcome === 'ok' && rows[0]?.deactivated !== true) violations.push(`the deactivation of emoji ${name} (#${op.id}) was acknowledged; it is ${rows.length ? 'active' : 'not in the database'}`);
-    if (op.outcome === 'refused' && rows.some((row) => row.deactivated)) violations.push(`the deactivation of emoji ${name} (#${op.id}) was refused (${op.status}); it is deactivated`);
-  }
-  return result('emoji deactivations', 'requests', ops.length, violations);
+    const what = `the deactivation of emoji ${name} (#${op.id})`;
+    const state = rows.length ? 'active' : 'not in the database';
+    if (op.outcome === 'ok' && rows[0]?.deactivated !== true) return `${what} was acknowledged; it is ${state}`;
+    if (op.outcome === 'refused' && rows.some((row) => row.deactivated)) return `${what} ${refused(op)}; it is deactivated`;
+    return undefined;
+  });
 }
 
 export function checkUploads(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'upload');
-  const mayBeDeleted = new Set(ofKind(history, 'delete attachment').filter((o) => o.outcome !== 'refused').map((o) => subject<{ name: string }>(o).name));
-  const violations: string[] = [];
-  for (const op of ops) {
+  const deletions = ofKind(history, 'delete attachment').filter((o) => o.outcome !== 'refused');
+  const mayBeDeleted = new Set(deletions.map((o) => subject<{ name: string }>(o).name));
+  return checkChanges(history, 'upload', 'uploads', (op) => {
     const { organizationId, name } = subject<{ organizationId: number; name: string }>(op);
     const rows = snapshot.attachments.filter((a) => a.organizationId === organizationId && a.name === name).length;
-    if (op.outcome === 'ok' && rows !== 1 && !(rows === 0 && mayBeDeleted.has(name))) violations.push(`upload ${name} (#${op.id}) was acknowledged; ${rows} rows are in the database`);
-    if (op.outcome === 'refused' && rows !== 0) violations.push(`upload ${name} (#${op.id}) was refused (${op.status}); its row is in the database`);
-  }
-  return result('uploads', 'requests', ops.length, violations);
+    const deleted = rows === 0 && mayBeDeleted.has(name);
+    if (op.outcome === 'ok' && rows !== 1 && !deleted) return `upload ${name} (#${op.id}) was acknowledged; ${rows} rows are there`;
+    if (op.outcome === 'refused' && rows !== 0) return `upload ${name} (#${op.id}) ${refused(op)}; its row is in the database`;
+    return undefined;
+  });
 }
 
 export function checkDeletions(history: RecordedHistory, snapshot: Snapshot): CheckResult {
-  const ops = ofKind(history, 'delete attachment');
-  const violations: string[] = [];
-  for (const op of ops) {
+  return checkChanges(history, 'delete attachment', 'deletions', (op) => {
     const { attachmentId } = subject<{ attachmentId: number }>(op);
     const present = snapshot.attachments.some((a) => a.id === attachmentId);
-    if (op.outcome === 'ok' && present) violations.push(`the deletion of attachment ${attachmentId} (#${op.id}) was acknowledged; its row is in the database`);
-    if (op.outcome === 'refused' && !present) violations.push(`the deletion of attachment ${attachmentId} (#${op.id}) was refused (${op.status}); its row is gone`);
-  }
-  return result('deletions', 'requests', ops.length, violations);
+    const what = `the deletion of attachment ${attachmentId} (#${op.id})`;
+    if (op.outcome === 'ok' && present) return `${what} was acknowledged; its row is in the database`;
+    if (op.outcome === 'refused' && !present) return `${what} ${refused(op)}; its row is gone`;
+    return undefined;
+  });
 }
 
 /** Each organization's upload_space_used is its files' sizes; every row has its bytes; no bytes lack a row (after the sweep). */
@@ -239,17 +244,24 @@ export function checkStorage(snapshot: Snapshot): CheckResult {
 export function checkEmailDelivery(snapshot: Snapshot, emails: DeliveredEmail[]): CheckResult {
   const violations: string[] = [];
   const invited = new Set(snapshot.invitations.map((row) => row.email));
-  for (const email of invited) if (!emails.some((copy) => copy.to === email)) violations.push(`the invitation e-mail to ${email} never arrived`);
+  const arrived = new Set(emails.map((copy) => copy.to));
+  for (const email of invited) if (!arrived.has(email)) violations.push(`the invitation e-mail to ${email} never arrived`);
   for (const row of snapshot.outbox) {
     const copies = emails.filter((copy) => copy.to === row.toAddress);
     const foreign = copies.filter((copy) => copy.messageId !== row.messageId);
-    if (foreign.length > 0) violations.push(`${foreign.length} of the ${copies.length} copies of the e-mail to ${row.toAddress} carry another Message-ID than ${row.messageId}: ${foreign.map((c) => c.messageId).join(', ')}`);
-    if (copies.length > row.attempts) violations.push(`the e-mail to ${row.toAddress} arrived ${copies.length} times in ${row.attempts} attempts`);
-    if (row.status !== 'SENT') violations.push(`the e-mail to ${row.toAddress} is ${row.status} after the drain (last error: ${row.lastError})`);
+    const what = `the e-mail to ${row.toAddress}`;
+    if (foreign.length > 0) {
+      const ids = foreign.map((c) => c.messageId).join(', ');
+      violations.push(`${foreign.length} of the ${copies.length} copies of ${what} carry another Message-ID than ${row.messageId}: ${ids}`);
+    }
+    if (copies.length > row.attempts) violations.push(`${what} arrived ${copies.length} times in ${row.attempts} attempts`);
+    if (row.status !== 'SENT') violations.push(`${what} is ${row.status} after the drain (last error: ${row.lastError})`);
   }
   const addressed = new Set(snapshot.outbox.map((row) => row.toAddress));
   const strays = emails.filter((copy) => !invited.has(copy.to) || !addressed.has(copy.to));
-  for (const to of new Set(strays.map((copy) => copy.to))) violations.push(`${strays.filter((c) => c.to === to).length} e-mails arrived for ${to}, which has no invitation or no outbox row`);
+  for (const to of new Set(strays.map((copy) => copy.to))) {
+    violations.push(`${strays.filter((c) => c.to === to).length} e-mails arrived for ${to}, which has no invitation or no outbox row`);
+  }
   return result('e-mail delivery', 'invited addresses and outbox rows', invited.size + snapshot.outbox.length, violations);
 }
 
@@ -292,12 +304,16 @@ export function checkRedeliveries(emails: DeliveredEmail[], history: RecordedHis
         continue;
       }
       const when = copies.map((c) => `${c.sentBy} at ${seconds(c.at)}`).join(', ');
-      const near = faults.filter((f) => Math.abs(f.start - copy.at) < 30_000).map((f) => `${f.kind}${f.target ? ` of ${f.target}` : ''} ${seconds(f.start)}-${seconds(f.end)}`);
-      violations.push(`the e-mail to ${to} arrived ${copies.length} times (${when}); no fault left copy ${i + 1} unmarked (faults within 30 s: ${near.join('; ') || 'none'})`);
+      const near = faults
+        .filter((f) => Math.abs(f.start - copy.at) < 30_000)
+        .map((f) => `${f.kind}${f.target ? ` of ${f.target}` : ''} ${seconds(f.start)}-${seconds(f.end)}`);
+      const faultsNear = `faults within 30 s: ${near.join('; ') || 'none'}`;
+      violations.push(`the e-mail to ${to} arrived ${copies.length} times (${when}); no fault left copy ${i + 1} unmarked (${faultsNear})`);
     }
   }
   const causes = [...excusedBy].map(([kind, n]) => `${kind} ${n}`).join(', ');
-  return result('re-deliveries', 'e-mails', byAddress.size, violations, `${redeliveries} re-deliveries${causes ? ` (excused by ${causes})` : ''}`);
+  const notes = `${redeliveries} re-deliveries${causes ? ` (excused by ${causes})` : ''}`;
+  return result('re-deliveries', 'e-mails', byAddress.size, violations, notes);
 }
 
 /**
@@ -322,7 +338,9 @@ export function checkAvailability(history: RecordedHistory): CheckResult {
     if (!excused) {
       const answer = op.status === 503 ? '503' : 'no answer';
       const faults = op.status === 503 ? 'no fault' : 'no fault of that server or the database';
-      violations.push(`${op.kind} (#${op.id}) on ${op.server}: ${answer} between ${seconds(op.sentAt)} and ${seconds(answeredAt)}, ${faults} within ${UNAVAILABILITY_GRACE_MS / 1000} s (${op.detail?.slice(0, 200)})`);
+      const when = `between ${seconds(op.sentAt)} and ${seconds(answeredAt)}`;
+      const grace = `${UNAVAILABILITY_GRACE_MS / 1000} s`;
+      violations.push(`${op.kind} (#${op.id}) on ${op.server}: ${answer} ${when}, ${faults} within ${grace} (${op.detail?.slice(0, 200)})`);
     }
   }
   return result('availability', 'requests', history.operations.length, violations, `${unavailable.length} answered 503 or not at all`);
@@ -338,9 +356,10 @@ export function checkMinimumSuccesses(history: RecordedHistory): CheckResult {
 }
 
 /** The positions a live client should have received: its organization's events of its types, for its user, after its start. */
-export function expectedPositions(events: Snapshot['events'], client: Pick<LiveRecord, 'organizationId' | 'userId' | 'types'>, startAfter: number): number[] {
+export function expectedPositions(events: Snapshot['events'], client: LiveRecord, startAfter: number): number[] {
+  const forUser = (e: Snapshot['events'][number]) => e.recipientIds.length === 0 || e.recipientIds.includes(client.userId);
   return events
-    .filter((e) => e.organizationId === client.organizationId && e.position > startAfter && (e.recipientIds.length === 0 || e.recipientIds.includes(client.userId)) && client.types.includes(e.type))
+    .filter((e) => e.organizationId === client.organizationId && e.position > startAfter && forUser(e) && client.types.includes(e.type))
     .map((e) => e.position)
     .sort((a, b) => a - b);
 }
@@ -361,10 +380,12 @@ export function checkLiveClients(snapshot: Snapshot, clients: LiveRecord[]): Che
     const foreign = got.filter((p) => !expected.includes(p));
     const disorder = got.findIndex((p, i) => i > 0 && p <= got[i - 1]!);
     const receipts = got.map((p, i) => `${p}@${client.receivedOn[i]}`);
+    const first = (positions: number[]) => positions.slice(0, 10).join(',') + (positions.length > 10 ? ` (${positions.length})` : '');
     violations.push(
-      `${client.name} (user ${client.userId}, ${client.types.join(',')}, after ${client.startAfter}, ${client.reconnections} reconnections): ` +
-        `${got.length} events received, ${expected.length} expected; missing ${missing.slice(0, 10).join(',')}${missing.length > 10 ? ` (${missing.length})` : ''}; ` +
-        `twice ${duplicates.slice(0, 10).join(',')}; not its own ${foreign.slice(0, 10).join(',')}; ${disorder >= 0 ? `out of order at ${disorder}` : 'in order'}; ` +
+      `${client.name} (user ${client.userId}, ${client.types.join(',')}, after ${client.startAfter}, ` +
+        `${client.reconnections} reconnections): ` +
+        `${got.length} events received, ${expected.length} expected; missing ${first(missing)}; ` +
+        `twice ${first(duplicates)}; not its own ${first(foreign)}; ${disorder >= 0 ? `out of order at ${disorder}` : 'in order'}; ` +
         `received (position@connection) ${receipts.slice(0, 30).join(' ')}; expected ${expected.slice(0, 30).join(' ')}`,
     );
   }

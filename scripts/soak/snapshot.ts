@@ -15,9 +15,12 @@ export async function readSnapshot(db: pg.Pool, organizationIds: number[], uploa
   const attachments = await query<{ id: number; organizationId: number; name: string; pathId: string; size: string }>(
     'SELECT id, "organizationId", name, "pathId", size::text FROM attachment WHERE "organizationId" = ANY($1::int[])',
   );
-  const organizations = await query<{ id: number; used: string }>('SELECT id, "uploadSpaceUsed"::text AS used FROM organization WHERE id = ANY($1::int[])');
+  const organizations = await query<{ id: number; used: string }>(
+    'SELECT id, "uploadSpaceUsed"::text AS used FROM organization WHERE id = ANY($1::int[])',
+  );
   const events = await query<{ position: string; organizationId: number; recipientIds: number[]; type: string }>(
-    'SELECT position::text, "organizationId", "recipientIds", type FROM event WHERE "organizationId" = ANY($1::int[]) AND position IS NOT NULL',
+    `SELECT position::text, "organizationId", "recipientIds", type FROM event
+      WHERE "organizationId" = ANY($1::int[]) AND position IS NOT NULL`,
   );
   return {
     invitations: await query('SELECT id, "organizationId", email, status::text FROM invitation WHERE "organizationId" = ANY($1::int[])'),

@@ -14,7 +14,14 @@ import type { FaultSpan, Operation, Outcome } from '../../scripts/soak/history.j
 const ORG = 1;
 const USER = 10;
 const T0 = 1_000_000;
-const KILL_OF_B: FaultSpan = { kind: 'sigkill', target: 'server B', start: T0 + 50_000, exited: T0 + 50_100, end: T0 + 52_000, detail: 'server B' };
+const KILL_OF_B: FaultSpan = {
+  kind: 'sigkill',
+  target: 'server B',
+  start: T0 + 50_000,
+  exited: T0 + 50_100,
+  end: T0 + 52_000,
+  detail: 'server B',
+};
 
 /** A run in which every change succeeded the minimum number of times and nothing broke. */
 function cleanRun(): CheckInput {
@@ -28,7 +35,16 @@ function cleanRun(): CheckInput {
   };
   const run: CheckInput = {
     history: { startedAt: T0, operations, faults: [KILL_OF_B] },
-    snapshot: { invitations: [], accounts: [], emoji: [], attachments: [], uploadSpaceUsed: [], storedFiles: new Map(), outbox: [], events: [] },
+    snapshot: {
+      invitations: [],
+      accounts: [],
+      emoji: [],
+      attachments: [],
+      uploadSpaceUsed: [],
+      storedFiles: new Map(),
+      outbox: [],
+      events: [],
+    },
     emails: [],
     clients: [],
   };
@@ -37,8 +53,9 @@ function cleanRun(): CheckInput {
     const email = `invitee-${i}@soak.example`;
     record('invite', { organizationId: ORG, emails: [email] });
     snapshot.invitations.push({ id: i, organizationId: ORG, email, status: 'PENDING' });
-    snapshot.outbox.push({ id: i, toAddress: email, status: 'SENT', attempts: 1, lastError: null, messageId: `<outbox-${i}@soak.example>` });
-    emails.push({ to: email, messageId: `<outbox-${i}@soak.example>`, text: '', at: T0 + 1_000 * i, sentBy: 'server A' });
+    const messageId = `<outbox-${i}@soak.example>`;
+    snapshot.outbox.push({ id: i, toAddress: email, status: 'SENT', attempts: 1, lastError: null, messageId });
+    emails.push({ to: email, messageId, text: '', at: T0 + 1_000 * i, sentBy: 'server A' });
   }
   // The last e-mail's first copy was accepted just before server B was killed, so it went again.
   const last = snapshot.outbox.at(-1)!;
@@ -80,10 +97,21 @@ function cleanRun(): CheckInput {
   record('add emoji', { organizationId: ORG, name: 'soak_refused' }, 'refused');
   for (const position of [1, 2, 3]) snapshot.events.push({ position, organizationId: ORG, recipientIds: [], type: 'realm_emoji' });
   snapshot.events.push({ position: 4, organizationId: ORG, recipientIds: [USER + 1], type: 'realm_emoji' });
-  run.clients.push({ name: 'subscription 0', organizationId: ORG, userId: USER, types: ['realm_emoji'], startAfter: 0, received: [1, 2, 3], receivedOn: [0, 0, 1], reconnections: 1 });
+  run.clients.push({
+    name: 'subscription 0',
+    organizationId: ORG,
+    userId: USER,
+    types: ['realm_emoji'],
+    startAfter: 0,
+    received: [1, 2, 3],
+    receivedOn: [0, 0, 1],
+    reconnections: 1,
+  });
   return run;
 }
 
+/** The row of the first file the clean run deleted, as it was. */
+const deletedFile = () => ({ id: 100, organizationId: ORG, name: 'file-0.bin', pathId: `${ORG}/f0`, size: 10 });
 const checked = (run: CheckInput, name: string): CheckResult => runChecks(run).find((result) => result.name === name)!;
 const violationsOf = (run: CheckInput, name: string) => checked(run, name).violations;
 const op = (run: CheckInput, kind: string, index = 0): Operation => run.history.operations.filter((o) => o.kind === kind)[index]!;
@@ -160,7 +188,7 @@ describe('the soak checker', () => {
       ['emoji additions', (run: CheckInput) => run.snapshot.emoji.pop()],
       ['emoji deactivations', (run: CheckInput) => (run.snapshot.emoji[0]!.deactivated = false)],
       ['uploads', (run: CheckInput) => run.snapshot.attachments.pop()],
-      ['deletions', (run: CheckInput) => run.snapshot.attachments.push({ id: 100, organizationId: ORG, name: 'file-0.bin', pathId: `${ORG}/f0`, size: 0 })],
+      ['deletions', (run: CheckInput) => run.snapshot.attachments.push(deletedFile())],
     ])('%s', (name, breakIt) => {
       const run = cleanRun();
       breakIt(run);
@@ -190,10 +218,11 @@ describe('the soak checker', () => {
     test('a 503 with no fault near it', () => {
       const run = cleanRun();
       Object.assign(op(run, 'upload', 3), { status: 503, outcome: 'unknown' });
-      expect(violationsOf(run, 'availability')).toEqual([expect.stringMatching(/^upload \(#\d+\) on server A: 503 between .* no fault within 5 s/)]);
+      const violations = violationsOf(run, 'availability');
+      expect(violations).toEqual([expect.stringMatching(/^upload \(#\d+\) on server A: 503 between .* no fault within 5 s/)]);
     });
 
-    test("a 503 of server A during server B's kill (its clients came to A) but not after the grace, nor during the mail server's refusal", () => {
+    test("a 503 of server A during server B's kill (its clients came to A), not after the grace, nor during the mail's refusal", () => {
       const run = cleanRun();
       const busy = run.history.operations.find((o) => o.status === null)!;
       Object.assign(busy, { server: 'server A', status: 503 });
@@ -201,7 +230,8 @@ describe('the soak checker', () => {
       busy.sentAt = KILL_OF_B.end + UNAVAILABILITY_GRACE_MS + 1;
       busy.answeredAt = busy.sentAt + 10;
       expect(violationsOf(run, 'availability')).toHaveLength(1);
-      run.history = { ...run.history, faults: [{ kind: 'smtp-refuses', target: null, start: busy.sentAt - 1_000, end: busy.answeredAt + 1_000, detail: '' }] };
+      const refusal: FaultSpan = { kind: 'smtp-refuses', target: null, start: busy.sentAt - 1_000, end: busy.sentAt + 1_000, detail: '' };
+      run.history = { ...run.history, faults: [refusal] };
       expect(violationsOf(run, 'availability')).toHaveLength(1);
     });
 
@@ -228,7 +258,8 @@ describe('the soak checker', () => {
       const run = cleanRun();
       Object.assign(op(run, 'deactivate emoji'), { status: 400, outcome: 'refused' });
       run.snapshot.emoji[0]!.deactivated = false;
-      expect(violationsOf(run, 'successes')).toEqual([`only ${MINIMUM_SUCCESSES['deactivate emoji']! - 1} deactivate emoji requests succeeded, fewer than ${MINIMUM_SUCCESSES['deactivate emoji']}`]);
+      const minimum = MINIMUM_SUCCESSES['deactivate emoji']!;
+      expect(violationsOf(run, 'successes')).toEqual([`only ${minimum - 1} deactivate emoji requests succeeded, fewer than ${minimum}`]);
     });
   });
 
@@ -236,7 +267,8 @@ describe('the soak checker', () => {
     test('a subscriber that missed an event', () => {
       const run = cleanRun();
       run.clients[0]!.received = [1, 3];
-      expect(violationsOf(run, 'live clients')).toEqual([expect.stringMatching(/subscription 0 .* 2 events received, 3 expected; missing 2;/)]);
+      const missed = /subscription 0 .* 2 events received, 3 expected; missing 2;/;
+      expect(violationsOf(run, 'live clients')).toEqual([expect.stringMatching(missed)]);
     });
 
     test('a subscriber that received an event twice', () => {
@@ -258,6 +290,9 @@ describe('the soak checker', () => {
     const run = cleanRun();
     run.snapshot.storedFiles.set(`${ORG}/stray`, 5);
     run.snapshot.storedFiles.delete(`${ORG}/f9`);
-    expect(violationsOf(run, 'file storage')).toEqual([`attachment ${ORG}/f9 (id 109): its row has no stored bytes`, `stored bytes without a row: ${ORG}/stray`]);
+    expect(violationsOf(run, 'file storage')).toEqual([
+      `attachment ${ORG}/f9 (id 109): its row has no stored bytes`,
+      `stored bytes without a row: ${ORG}/stray`,
+    ]);
   });
 });
