@@ -1,8 +1,9 @@
 // The soak's history (as Jepsen and etcd's robustness tests keep one): every request the workload
 // sent and what became of it. A change answered with success was acknowledged ("ok"); one answered
-// with a client error was refused ("refused"); one whose answer never came, or came as 503 during
-// a fault, has an unknown outcome ("unknown"): it may or may not have happened. Beside the requests,
-// the faults the soak injected, each with its span and the process it struck (or every process).
+// with a client error was refused ("refused"); one whose answer never came, or came as 503, has an
+// unknown outcome ("unknown"): it may or may not have happened (checks.ts judges whether a fault was
+// there to cause it). Beside the requests, the faults the soak injected, each with its span and the
+// process it struck (or every process).
 
 export type Outcome = 'ok' | 'refused' | 'unknown';
 
