@@ -1,11 +1,12 @@
 // npm run soak [-- --minutes N] [-- --seed S]: the fault soak (see docs/guide/operations.md, "The fault soak").
 // Two server processes, started as `npm start` starts them, on a fresh database beside DATABASE_URL's
-// (through PgBouncer when DATABASE_DIRECT_URL is also given, as the servers then use both), each
-// through a TCP proxy of the soak; a real SMTP receiver; a mixed workload from the users of several
+// (or in an embedded PostgreSQL of the soak's own without it; through PgBouncer when
+// DATABASE_DIRECT_URL is also given, as the servers then use both), each through a TCP proxy of the
+// soak and with a real SMTP receiver of its own; a mixed workload from the users of several
 // organizations, 200 subscriptions over both transports and 50 long-poll queues, while faults are
 // injected at random moments of a seeded run. Then it checks the recorded history against the
-// database, the storage, the e-mails received and the events each client received, and exits 1 on
-// any broken invariant.
+// database, the storage, the e-mails received and the events each client received (checks.ts), and
+// exits 1 on any broken invariant.
 import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,12 +17,14 @@ import { generateApiKey } from '../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './bench/databases.js';
 import { benchOrganization } from './bench/organization.js';
 import { cliCommand } from './bench/processes.js';
-import { checkEmails, checkEmoji, checkFiles, checkInvitations, checkLiveClients, expectedPositions } from './soak/checks.js';
-import { FAULT_KINDS, injectFaults, type FaultKind, type FaultLog } from './soak/faults.js';
+import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { runChecks, type CheckResult, type LiveRecord } from './soak/checks.js';
+import { FAULT_KINDS, injectFaults, type FaultKind } from './soak/faults.js';
 import { startFleet, type Fleet } from './soak/fleet.js';
 import { History } from './soak/history.js';
 import { longPoll, subscribe, type LiveClient, type SubscriptionField } from './soak/live.js';
 import { seededRandom } from './soak/random.js';
+import { readSnapshot } from './soak/snapshot.js';
 import { workload, type SoakOrganization } from './soak/workload.js';
 
 const { values: flags } = parseArgs({
@@ -134,6 +137,43 @@ async function liveClientsCaughtUp(db: pg.Pool, clients: LiveClient[]) {
   }
 }
 
+/**
+ * Without DATABASE_URL: a PostgreSQL of the soak's own (the embedded one; the proxies reach its socket) in a
+ * temporary folder, removed at the end unless the run failed or --keep was given.
+ */
+async function embeddedPostgres(): Promise<{ url: string; stop(keep: boolean): Promise<void> }> {
+  const folder = await mkdtemp(join(tmpdir(), 'tc-soak-postgres-'));
+  // As root the embedded PostgreSQL runs as the postgres user: it must reach the folder.
+  await chmod(folder, 0o711);
+  const postgres = await startEmbeddedPostgres(folder);
+  console.error(`soak: DATABASE_URL is unset: an embedded PostgreSQL in ${folder}`);
+  return {
+    // Its own database appears with a server's first start; the soak's is made beside `postgres`.
+    url: named(postgres.url, 'postgres'),
+    async stop(keep) {
+      await postgres.stop();
+      if (keep) console.error(`soak: its cluster is kept in ${folder}`);
+      else await rm(folder, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The positions a live client should have received so far (as the checks count them, from the database). */
+async function expectedPositions(db: pg.Pool, client: LiveClient, startAfter: number): Promise<number[]> {
+  const { rows } = await db.query<{ position: string }>(
+    `SELECT e.position::text AS position FROM event e
+      WHERE e."organizationId" = $1 AND e.position > $2 AND (e."recipientIds" = '{}' OR $3 = ANY(e."recipientIds")) AND e.type = ANY($4::text[])
+      ORDER BY e.position`,
+    [client.organizationId, startAfter, client.user.id, client.types],
+  );
+  return rows.map((row) => Number(row.position));
+}
+
+async function liveRecord(client: LiveClient): Promise<LiveRecord> {
+  const { name, organizationId, user, types, received, receivedOn, reconnections } = client;
+  return { name, organizationId, userId: user.id, types, startAfter: await client.startAfter(), received, receivedOn, reconnections };
+}
+
 async function answers(url: string): Promise<boolean> {
   try {
     const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) });
@@ -145,9 +185,18 @@ async function answers(url: string): Promise<boolean> {
 }
 
 async function main() {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('npm run soak needs DATABASE_URL (a PostgreSQL role with CREATEDB): it works in a fresh database beside it');
-  const directUrl = process.env.DATABASE_DIRECT_URL || undefined;
+  const embedded = process.env.DATABASE_URL ? undefined : await embeddedPostgres();
+  let failed = true;
+  try {
+    failed = await soak(process.env.DATABASE_URL || embedded!.url, process.env.DATABASE_DIRECT_URL || undefined);
+  } finally {
+    await embedded?.stop(flags.keep || failed);
+  }
+  if (failed) process.exitCode = 1;
+}
+
+/** One run on a fresh database beside `databaseUrl`'s; whether an invariant broke. */
+async function soak(databaseUrl: string, directUrl: string | undefined): Promise<boolean> {
   const seed = flags.seed ? Number(flags.seed) : Math.floor(Math.random() * 2 ** 31);
   // One source per part, so that the faults drawn do not depend on how many requests ran before them.
   const random = seededRandom(seed);
@@ -162,11 +211,12 @@ async function main() {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-soak-'));
   await chmod(workDir, 0o755);
   const history = new History();
-  const faults: FaultLog[] = [];
+  let results: CheckResult[] = [];
   let fleet: Fleet | undefined;
   const db = new pg.Pool({ connectionString: soakDirect, max: 4, application_name: 'soak' });
   db.on('error', () => {});
   const liveClients: LiveClient[] = [];
+  const emailFrom = 'Soak <noreply@soak.example>';
   try {
     fleet = await startFleet({
       databaseUrl: soakUrl,
@@ -181,7 +231,7 @@ async function main() {
         DATA_DIR: join(workDir, 'servers'),
         UPLOADS_DIR: join(workDir, 'uploads'),
         EVENT_HEARTBEAT_SECONDS: '10',
-        EMAIL_FROM: 'Soak <noreply@soak.example>',
+        EMAIL_FROM: emailFrom,
       },
     });
     const cliEnv = { DATABASE_URL: soakUrl, DATABASE_DIRECT_URL: directUrl ? soakDirect : '' };
@@ -191,7 +241,7 @@ async function main() {
     liveClients.push(...openLiveClients(organizations, fleet, history, liveRandom, db, Number(rows[0]!.last)));
 
     const runId = Date.now().toString(36);
-    const startedAt = Date.now();
+    const startedAt = (history.startedAt = Date.now());
     const endsAt = startedAt + minutes * 60_000;
     const over = () => Date.now() >= endsAt;
     const loads = organizations.map((org) => workload(org, fleet!.servers, history, fleet!.mail, random, runId));
@@ -200,7 +250,6 @@ async function main() {
       { fleet, history, random: faultRandom, db, database, startedAt, burst: (server) => faultRandom.pick(loads).burst(server, 12) },
       over,
       () => Date.now() >= startedAt + (minutes * 60_000) / 2,
-      faults,
       flags.faults ? (flags.faults.split(',') as FaultKind[]) : FAULT_KINDS,
     );
     const progress = setInterval(() => console.error(`soak: ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${history.progress()}; up: ${fleet!.servers.filter((s) => s.up()).map((s) => s.name).join(', ')}`), 10_000);
@@ -217,17 +266,14 @@ async function main() {
     await sweepFiles({ ...cliEnv, DATA_DIR: join(workDir, 'servers'), UPLOADS_DIR: join(workDir, 'uploads') }).catch((error: Error) => history.violation(`the file sweep failed: ${error.message}`));
     for (const client of liveClients) client.stop();
 
-    const fail = (reason: string) => history.violation(reason);
     for (const server of fleet.servers) {
-      for (const exit of server.unexpectedExits) fail(exit);
-      if (!(await answers(server.url))) fail(`${server.name} does not answer /health with 200 at the end`);
+      for (const exit of server.unexpectedExits) history.violation(exit);
+      if (!(await answers(server.url))) history.violation(`${server.name} does not answer /health with 200 at the end`);
     }
-    await checkInvitations(db, history, fail);
-    await checkEmoji(db, history, fail);
-    await checkFiles(db, history, join(workDir, 'uploads'), organizations.map((org) => org.id), fail);
-    const redeliveries = await checkEmails(db, fleet.mail.received, fleet.mail.receivedAt.map((at) => at - startedAt), faults, organizations.map((org) => org.id), fail);
-    await checkLiveClients(db, liveClients, fail);
-    report(history, faults, liveClients, seed, fleet.mail.received.length, redeliveries);
+    const organizationIds = organizations.map((org) => org.id);
+    const snapshot = await readSnapshot(db, organizationIds, join(workDir, 'uploads'), emailFrom);
+    results = runChecks({ history, snapshot, emails: fleet.mail.delivered(), clients: await Promise.all(liveClients.map(liveRecord)) });
+    report(history, results, seed);
     const errors = fleet.servers.flatMap((server) => server.output.filter((line) => line.includes('"level":50') || line.includes('"level":60')));
     if (errors.length > 0) console.log(`\nThe servers' error log lines (the last ${errors.length}):\n${errors.map((line) => line.slice(0, 3000)).join('\n')}`);
   } finally {
@@ -235,35 +281,40 @@ async function main() {
     await fleet?.stop();
     await db.end();
     await rm(workDir, { recursive: true, force: true });
-    if (!flags.keep && history.violations.length === 0) {
-      const admin = new pg.Client({ connectionString: directUrl ?? databaseUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-      await admin.end();
-    } else {
-      console.error(`soak: the database ${database} is kept for inspection`);
-    }
   }
-  if (history.violations.length > 0) process.exitCode = 1;
+  const failed = history.violations.length > 0 || results.length === 0 || results.some((r) => r.violations.length > 0);
+  if (!flags.keep && !failed) {
+    const admin = new pg.Client({ connectionString: directUrl ?? databaseUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin.end();
+  } else {
+    console.error(`soak: the database ${database} is kept for inspection`);
+  }
+  return failed;
 }
 
-function report(history: History, faults: FaultLog[], clients: LiveClient[], seed: number, emails: number, redeliveries: number) {
+/** The requests by kind and outcome, the faults, each check with what it examined, and every broken invariant. */
+function report(history: History, results: CheckResult[], seed: number) {
+  const broken = [...history.violations, ...results.flatMap((r) => r.violations.map((v) => `${r.name}: ${v}`))];
   const lines = [`# Fault soak, seed ${seed}`, ''];
-  if (history.violations.length > 0) {
-    lines.push(`**FAILED: ${history.violations.length} broken invariants:**`, '', ...history.violations.map((v) => `- ${v.replaceAll('\n', ' | ')}`), '');
+  if (broken.length > 0) {
+    lines.push(`**FAILED: ${broken.length} broken invariants:**`, '', ...broken.map((v) => `- ${v.replaceAll('\n', ' | ')}`), '');
   } else {
     lines.push('Every invariant held.', '');
   }
   lines.push('| requests | total | ok | refused | unknown outcome |', '|---|---:|---:|---:|---:|');
   for (const [kind, c] of Object.entries(history.counts())) lines.push(`| ${kind} | ${c.total} | ${c.ok} | ${c.refused} | ${c.unknown} |`);
   const byKind = new Map<string, number>();
-  for (const fault of faults) byKind.set(fault.kind, (byKind.get(fault.kind) ?? 0) + 1);
-  const received = clients.reduce((sum, c) => sum + c.received.length, 0);
-  const reconnections = clients.reduce((sum, c) => sum + c.reconnections, 0);
+  for (const fault of history.faults) byKind.set(fault.kind, (byKind.get(fault.kind) ?? 0) + 1);
+  const at = (ms: number) => `${((ms - history.startedAt) / 1000).toFixed(1)} s`;
   lines.push(
     '',
-    `Faults: ${[...byKind].map(([kind, n]) => `${kind} ${n}`).join(', ') || 'none'} (${faults.map((f) => `${f.at.toFixed(0)} s ${f.kind}: ${f.detail}`).join('; ')}).`,
-    `Live clients: ${clients.length}, ${received} events received, ${reconnections} reconnections. E-mails received: ${emails}, of which ${redeliveries} re-deliveries (a second copy, same Message-ID, of a message whose delivery overlapped a fault).`,
+    `Faults: ${[...byKind].map(([kind, n]) => `${kind} ${n}`).join(', ') || 'none'} (${history.faults.map((f) => `${at(f.start)}-${at(f.end)} ${f.kind}: ${f.detail}`).join('; ')}).`,
+    '',
+    '| check | examined | broken | |',
+    '|---|---:|---:|---|',
+    ...results.map((r) => `| ${r.name} | ${r.examined} ${r.unit} | ${r.violations.length} | ${r.notes ?? ''} |`),
   );
   console.log(lines.join('\n'));
 }

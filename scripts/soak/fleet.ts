@@ -1,6 +1,7 @@
 // The fleet under test: server processes started as `npm start` starts them, each on a port of its
 // own that it keeps across restarts (clients find it again); a TCP proxy between them and
-// PostgreSQL that the soak can cut; a real SMTP receiver that the soak can make refuse.
+// PostgreSQL that the soak can cut; a real SMTP receiver per server (so each e-mail names the process
+// that sent it), which the soak can make refuse.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { startDatabaseProxy, type DatabaseProxy } from '../../test/security/tcp-proxy.js';
 import { startMailReceiver, type MailReceiver } from '../../test/support/smtp.js';
 import { freePort, realServerCommand, waitUntilServing } from '../bench/processes.js';
+import type { DeliveredEmail } from './checks.js';
 
 export interface ServerSlot {
   name: string;
@@ -90,42 +92,69 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
   };
 }
 
+/** The servers' SMTP receivers, one per server, seen as one mail server. */
+export interface FleetMail {
+  /** Every message accepted so far, in order of arrival, with the server that sent it. */
+  delivered(): DeliveredEmail[];
+  setRefusing(on: boolean): void;
+}
+
 export interface Fleet {
   servers: ServerSlot[];
   /** The proxies between the servers and PostgreSQL (one per URL the servers use). */
   proxies: DatabaseProxy[];
-  mail: MailReceiver;
+  mail: FleetMail;
   stop(): Promise<void>;
+}
+
+function fleetMail(receivers: { sender: string; receiver: MailReceiver }[]): FleetMail {
+  return {
+    delivered: () =>
+      receivers
+        .flatMap(({ sender, receiver }) =>
+          receiver.received.map((message, i): DeliveredEmail => ({
+            to: message.to && !Array.isArray(message.to) ? message.to.value[0]?.address ?? '' : '',
+            messageId: message.messageId,
+            text: message.text ?? '',
+            at: receiver.receivedAt[i]!,
+            sentBy: sender,
+          })),
+        )
+        .sort((a, b) => a.at - b.at),
+    setRefusing: (on) => receivers.forEach(({ receiver }) => receiver.setRefusing(on)),
+  };
 }
 
 /**
  * Two servers on `databaseUrl` (and `directUrl`, PostgreSQL itself when the first goes through
- * PgBouncer), each through a proxy of the soak, delivering e-mail to a receiver of the soak.
+ * PgBouncer), each through a proxy of the soak, each delivering e-mail to a receiver of its own.
  */
 export async function startFleet(options: { databaseUrl: string; directUrl?: string; env: Record<string, string>; count: number }): Promise<Fleet> {
   const proxies = [await startDatabaseProxy(options.databaseUrl)];
   if (options.directUrl) proxies.push(await startDatabaseProxy(options.directUrl));
-  const mail = await startMailReceiver();
   const env = {
     ...options.env,
     DATABASE_URL: proxies[0]!.url,
     DATABASE_DIRECT_URL: proxies[1]?.url ?? '',
-    SMTP_URL: mail.url,
   };
   const servers: ServerSlot[] = [];
+  const receivers: { sender: string; receiver: MailReceiver }[] = [];
   for (let i = 0; i < options.count; i++) {
-    const slot = await serverSlot(`server ${String.fromCharCode(65 + i)}`, { ...env, DATA_DIR: `${options.env.DATA_DIR}/${i}` });
+    const name = `server ${String.fromCharCode(65 + i)}`;
+    const receiver = await startMailReceiver();
+    receivers.push({ sender: name, receiver });
+    const slot = await serverSlot(name, { ...env, SMTP_URL: receiver.url, DATA_DIR: `${options.env.DATA_DIR}/${i}` });
     await slot.start();
     servers.push(slot);
   }
   return {
     servers,
     proxies,
-    mail,
+    mail: fleetMail(receivers),
     async stop() {
       for (const server of servers) await server.signal('SIGTERM');
       for (const proxy of proxies) await proxy.close();
-      await mail.close();
+      for (const { receiver } of receivers) await receiver.close();
     },
   };
 }

@@ -1,9 +1,26 @@
 // The soak's history (as Jepsen and etcd's robustness tests keep one): every request the workload
 // sent and what became of it. A change answered with success was acknowledged ("ok"); one answered
-// with a client error was refused ("refused"); one whose answer never came, or came as 503 during
-// a fault, has an unknown outcome ("unknown"): it may or may not have happened.
+// with a client error was refused ("refused"); one whose answer never came, or came as 503, has an
+// unknown outcome ("unknown"): it may or may not have happened (checks.ts judges whether a fault was
+// there to cause it). Beside the requests, the faults the soak injected, each with its span and the
+// process it struck (or every process).
 
 export type Outcome = 'ok' | 'refused' | 'unknown';
+
+export type FaultKind = 'sigkill' | 'sigterm-burst' | 'terminate-backends' | 'cut-database' | 'smtp-refuses';
+
+/** One injected fault; times are Date.now() values. */
+export interface FaultSpan {
+  kind: FaultKind;
+  /** The server process it struck (a slot's name), or null: every process (the database, the mail server). */
+  target: string | null;
+  start: number;
+  /** A killed or stopped process: when it had exited (its restart came at `end`). */
+  exited?: number;
+  /** When it was over: the process serving again, the path restored, the statement done. */
+  end: number;
+  detail: string;
+}
 
 export interface Operation {
   id: number;
@@ -13,13 +30,26 @@ export interface Operation {
   subject: Record<string, unknown>;
   status: number | null;
   outcome: Outcome;
+  /** When it was sent and when its answer (or failure) came (Date.now()). */
+  sentAt: number;
+  answeredAt?: number;
   /** The error's message when there was no answer; the body's start on a failure. */
   detail?: string;
   body?: unknown;
 }
 
-export class History {
+/** What the checks read of a run: its requests and its faults (plain data). */
+export interface RecordedHistory {
+  /** When the workload began (Date.now()): the report counts time from it. */
+  startedAt: number;
+  operations: readonly Operation[];
+  faults: readonly FaultSpan[];
+}
+
+export class History implements RecordedHistory {
   readonly operations: Operation[] = [];
+  readonly faults: FaultSpan[] = [];
+  startedAt = Date.now();
   /** Broken invariants seen while running (a 500, a read refused); the checks add theirs. */
   readonly violations: string[] = [];
   private next = 0;
@@ -36,7 +66,7 @@ export class History {
    * 503 is a violation whatever the request; so is a client error on a read (`change: false`).
    */
   async send(kind: string, server: { name: string; url: string }, path: string, init: RequestInit & { change: boolean; subject?: Record<string, unknown>; timeoutMs?: number }): Promise<Operation> {
-    const operation: Operation = { id: this.next++, kind, server: server.name, subject: init.subject ?? {}, status: null, outcome: 'unknown' };
+    const operation: Operation = { id: this.next++, kind, server: server.name, subject: init.subject ?? {}, status: null, outcome: 'unknown', sentAt: Date.now() };
     this.operations.push(operation);
     this.inFlight.set(operation, Date.now());
     try {
@@ -50,6 +80,7 @@ export class History {
     } catch (error) {
       operation.detail = `no answer: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
     } finally {
+      operation.answeredAt = Date.now();
       this.inFlight.delete(operation);
     }
     if (operation.status !== null && operation.status >= 500 && operation.status !== 503) {

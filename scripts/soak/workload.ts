@@ -1,11 +1,10 @@
 // The soak's mixed workload: in each organization, workers that invite, revoke, accept invitations
 // (from the e-mails that arrived), add and deactivate custom emoji, upload and delete files, and read
 // lists and pages, each request on either server, every one recorded in the history.
-import type { ParsedMail } from 'mailparser';
 import sharp from 'sharp';
 import type { Random } from './random.js';
 import type { History, Operation } from './history.js';
-import type { ServerSlot } from './fleet.js';
+import type { FleetMail, ServerSlot } from './fleet.js';
 
 export interface SoakUser {
   id: number;
@@ -41,7 +40,7 @@ export interface Workload {
   burst(target: ServerSlot, count: number): Promise<unknown>;
 }
 
-export function workload(org: SoakOrganization, servers: ServerSlot[], history: History, mail: { received: ParsedMail[] }, random: Random, runId: string): Workload {
+export function workload(org: SoakOrganization, servers: ServerSlot[], history: History, mail: FleetMail, random: Random, runId: string): Workload {
   const known: Known = { invitationIds: new Set(), revoked: new Set(), emoji: [], deactivated: new Set(), attachmentIds: new Map(), deleted: new Set(), accepted: new Set() };
   const administrators = org.users.filter((u) => u.administrator);
   const someone = () => random.pick(org.users);
@@ -84,19 +83,22 @@ export function workload(org: SoakOrganization, servers: ServerSlot[], history: 
       });
     }],
     [2, async (at) => {
-      const mine = mail.received.filter((m) => m.text?.includes(`-${runId}-${org.id}-`) && !known.accepted.has(addressOf(m)));
+      // Its addresses name the run and the organization (invitee-<run>-<organization>-<serial>@...).
+      const mine = mail.delivered().filter((m) => m.to.includes(`-${runId}-${org.id}-`) && !known.accepted.has(m.to));
       if (mine.length === 0) return;
       const message = random.pick(mine);
-      const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text ?? '')?.[1];
-      if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text?.slice(0, 200)}`);
-      known.accepted.add(addressOf(message));
-      await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
+      const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
+      if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text.slice(0, 200)}`);
+      known.accepted.add(message.to);
+      const op = await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
         method: 'POST',
         change: true,
-        subject: { organizationId: org.id, email: addressOf(message) },
+        subject: { organizationId: org.id, email: message.to },
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ full_name: 'Soak Newcomer' }).toString(),
+        body: new URLSearchParams({ full_name: 'Soak Newcomer', password: `Soak-lighthouse-${unique()}` }).toString(),
       });
+      // A 200 is the welcome page; the form again (a 200 as well) would be an acceptance that did not happen.
+      if (op.outcome === 'ok' && !String(op.body).includes('id="api-key"')) history.violation(`the acceptance of ${message.to} (#${op.id}) answered 200 without an account: ${String(op.body).slice(0, 300)}`);
     }],
     [2, async (at) => {
       const name = `soak_${unique().replaceAll('-', '_')}`;
@@ -185,8 +187,6 @@ export function workload(org: SoakOrganization, servers: ServerSlot[], history: 
     burst: (target, count) => Promise.all(Array.from({ length: count }, (_, i) => operations[[0, 4, 6][i % 3]!]![1](() => target))),
   };
 }
-
-export const addressOf = (message: ParsedMail) => (message.to && !Array.isArray(message.to) ? message.to.value[0]?.address ?? '' : '');
 
 async function image(): Promise<Buffer> {
   emojiImage ??= await sharp({ create: { width: 32, height: 32, channels: 4, background: { r: 200, g: 80, b: 160, alpha: 1 } } }).png().toBuffer();
