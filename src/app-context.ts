@@ -9,6 +9,7 @@ import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
 import type { ServerMetrics } from './metrics/metrics.js';
 import type { MemoryBudget } from './http/memory-budget.js';
+import type { EndedSessions } from './domain/auth/ended-sessions.js';
 import type { EventPolls } from './domain/events/long-polls.js';
 import type { EventStreams } from './domain/events/streams.js';
 
@@ -32,6 +33,8 @@ export interface AppContext {
   metrics?: ServerMetrics;
   /** Admits the largest answers; absent: no limit (src/http/memory-budget.ts). */
   memoryBudget?: MemoryBudget;
+  /** Sign-outs kept on disk until the database records them; absent: a sign-out needs the database. */
+  endedSessions?: EndedSessions;
   /** GET and DELETE /events' waiting requests (src/domain/events); absent outside a server. */
   eventPolls?: EventPolls;
   /** GraphQL subscriptions' event streams (src/domain/events); absent outside a server. */

@@ -3,12 +3,14 @@
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
 import { cacheSubscribers, createProcessCaches } from './process-caches.js';
 import { listenForNotifications } from './db/notifications.js';
+import { EndedSessions } from './domain/auth/ended-sessions.js';
 import { EventPolls } from './domain/events/long-polls.js';
 import { EventReader } from './domain/events/reader.js';
 import { EventStreams } from './domain/events/streams.js';
@@ -100,7 +102,11 @@ export async function startServer(
     log: options.logger,
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
+    endedSessions: await EndedSessions.open(join(config.dataDir, 'ended-sessions')),
   };
+  const finishSignOuts = () => app.endedSessions?.flush(app.sql).catch(unlessOutage('ending signed-out sessions failed'));
+  databaseStatus.onAvailableAgain(finishSignOuts);
+  void finishSignOuts();
   const eventReader = new EventReader(database.sql, unlessOutage('reading the event log failed'));
   const eventPolls = new EventPolls(app, eventReader);
   const eventStreams = new EventStreams(app, eventReader);

@@ -1,7 +1,7 @@
 // The HTTP application: GraphQL, the REST compatibility layer (at /api/v1, and at /json for browser
 // sessions), the sign-in, password reset and invitation acceptance pages,
 // health check and probes, JSON 404s; a request id, the client's address and one log line per
-// request; JSON 503s while the database is unreachable.
+// request; 503s while the database is unreachable (JSON on the API, the site's page on its pages).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -22,7 +22,8 @@ import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
-import { mountSignInPages } from './pages/sign-in.js';
+import { unavailablePage } from './pages/layout.js';
+import { LOGOUT_PATH, mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 import { memoryBudgetOf } from './memory-budget.js';
 
@@ -95,6 +96,13 @@ function loggedPath(path: string): string {
 
 const isProbe = (path: string) => path === LIVE_PATH || path === READY_PATH;
 
+/** The server-rendered pages' paths (sign-in and out, password reset, invitation acceptance). */
+const PAGES_PATTERN = '/accounts/*';
+const isPage = (path: string) => path.startsWith('/accounts/');
+
+/** Sign-out needs no database to clear the browser's cookies: it is served during an outage. */
+const isSignOut = (c: Context) => c.req.method === 'POST' && c.req.path === LOGOUT_PATH;
+
 export interface HttpApp {
   http: Hono;
   /** The GraphQL door, which WebSocket connections reach too (src/graphql/websocket.ts). */
@@ -166,6 +174,9 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.use(`${API_PREFIX}/*`, unavailableAtOnce);
   http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
   http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));
+  // Pages stay pages: the site's own 503 page.
+  const pageUnavailable = () => unavailablePage(RETRY_AFTER_SECONDS);
+  http.use(PAGES_PATTERN, async (c, next) => (database.down && !isSignOut(c) ? refuse(pageUnavailable) : next()));
   // The state only, to anyone: where the database is and what its driver said go to the log.
   http.get('/health', async () => ((await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableStateResponse()));
   mountProbes(http, database, lifecycle);
@@ -184,7 +195,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   const metrics = app.metrics && app.config.metrics.token ? metricsEndpoint(app.metrics, app.config.metrics.token) : null;
   if (metrics) http.get(METRICS_PATH, (c) => metrics(c.req.raw));
   mountAcceptancePages(http, app);
-  mountSignInPages(http, app);
+  mountSignInPages(http, app, database);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
   http.all(`${API_PREFIX}/*`, (c) => dispatchRest(restRoutes, c.req.raw, app, { clientAddress: clientAddress(c), log: c.get('log'), database }));
@@ -194,7 +205,7 @@ export function createApp(app: AppContext, lifecycle: Lifecycle = { draining: ()
   http.onError((error, c) => {
     const requestLog = c.get('log') ?? log;
     const unavailable = database.noteFailure(error, requestLog);
-    if (unavailable) return unavailableResponse(unavailable);
+    if (unavailable) return isPage(c.req.path) ? pageUnavailable() : unavailableResponse(unavailable);
     requestLog.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });

@@ -141,7 +141,7 @@ export async function authenticateRequest(app: AppContext, authorizationHeader: 
  * session is no failed login (a 256-bit token is not guessed; an old cookie is common).
  */
 export async function authenticateSession(app: AppContext, sessionToken: string, clientAddress: string): Promise<SessionOf> {
-  const session = await readSession(app.sql, sessionToken);
+  const session = await readSession(app, sessionToken);
   if (!session) throw sessionRequired();
   await app.rateLimiter.hit(session.actor.id, 1, clientAddress);
   return session;

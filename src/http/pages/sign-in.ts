@@ -1,10 +1,12 @@
 // The sign-in and sign-out pages (signin.md section 4): GET /accounts/login/ shows the form, POST
 // signs in (signInWithPassword, the same rules as fetch_api_key) and begins a browser session;
-// POST /accounts/logout/ ends it. Every POST carries the CSRF token its form was given.
+// POST /accounts/logout/ ends it, clearing the cookies even while the database is unavailable (the
+// session's end then waits on disk: src/domain/auth/ended-sessions.ts). Every POST carries the CSRF
+// token its form was given.
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../../app-context.js';
-import { beginSession, endSession } from '../../domain/auth/sessions.js';
+import { beginSession, endSession, signOut } from '../../domain/auth/sessions.js';
 import { signInWithPassword } from '../../domain/auth/sign-in.js';
 import { html, type HtmlFragment } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
@@ -47,6 +49,19 @@ export function csrfRefusal(reason: string): Response {
 export function formCsrf(c: Context, serverUrl: string): { token: string; cookies: string[] } {
   const { token, fresh } = expectedCsrfToken(c.req.raw, serverUrl);
   return { token, cookies: fresh ? [csrfCookie(serverUrl, token)] : [] };
+}
+
+/**
+ * Begins a browser session for a user who just proved who they are (the sign-in form, an accepted
+ * invitation). A session the browser held before (perhaps someone else's) ends: one session per
+ * sign-in. Returns the cookies to set and the session's CSRF token (for the next page's forms).
+ */
+export async function beginBrowserSession(app: AppContext, c: Context, userId: number): Promise<{ cookies: string[]; csrfToken: string }> {
+  const serverUrl = app.config.serverUrl;
+  const previous = sessionTokenOf(c.req.raw, serverUrl);
+  if (previous) await endSession(app.sql, previous);
+  const session = await beginSession(app.sql, userId);
+  return { cookies: sessionCookies(serverUrl, session), csrfToken: session.csrfToken };
 }
 
 interface LoginForm {
@@ -98,11 +113,8 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
       ...(form.realm && { realm: form.realm }),
       clientAddress: c.get('clientAddress') ?? '',
     });
-    // A session the browser held before (perhaps someone else's) ends: one session per sign-in.
-    const previous = sessionTokenOf(c.req.raw, serverUrl);
-    if (previous) await endSession(app.sql, previous);
-    const session = await beginSession(app.sql, actor.id);
-    return redirect(localPath(form.next, serverUrl), sessionCookies(serverUrl, session));
+    const session = await beginBrowserSession(app, c, actor.id);
+    return redirect(localPath(form.next, serverUrl), session.cookies);
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     // A busy server's refusal keeps its status (503, Retry-After); every other failure is the form again.
@@ -113,13 +125,13 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
   }
 }
 
-async function submitLogout(app: AppContext, c: Context): Promise<Response> {
+async function submitLogout(app: AppContext, database: DatabaseState, c: Context): Promise<Response> {
   const serverUrl = app.config.serverUrl;
   const fields = await formFields(c);
   const refused = formCsrfFailure(c.req.raw, serverUrl, fields[CSRF_FIELD]);
   if (refused) return csrfRefusal(refused);
   const token = sessionTokenOf(c.req.raw, serverUrl);
-  if (token) await endSession(app.sql, token);
+  if (token) await signOut(app, token, database.down);
   return redirect(LOGIN_PATH, endedSessionCookies(serverUrl));
 }
 
@@ -129,10 +141,15 @@ const postOnly = () => {
   return response;
 };
 
-export function mountSignInPages(http: Hono, app: AppContext): void {
+/** Whether the database is known to be unavailable (src/http/database-status.ts). */
+export interface DatabaseState {
+  readonly down: boolean;
+}
+
+export function mountSignInPages(http: Hono, app: AppContext, database: DatabaseState): void {
   http.get(LOGIN_PATH, (c) => loginPage(formCsrf(c, app.config.serverUrl), { username: '', realm: '', next: c.req.query('next') ?? '' }));
   http.post(LOGIN_PATH, FORM_LIMIT, (c) => submitLogin(app, c));
-  http.post(LOGOUT_PATH, FORM_LIMIT, (c) => submitLogout(app, c));
+  http.post(LOGOUT_PATH, FORM_LIMIT, (c) => submitLogout(app, database, c));
   http.get(LOGOUT_PATH, postOnly);
   // Where the API door sends a browser that is not signed in (the reference's /login/).
   http.get('/login/', (c) => redirect(`${LOGIN_PATH}${new URL(c.req.url).search}`));
