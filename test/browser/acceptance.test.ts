@@ -141,7 +141,7 @@ test('a revoked invitation\'s e-mailed link shows why it cannot be used', async 
   }
 });
 
-test('the new person is signed in after the form: the welcome page leads to GraphiQL, where `{ me { email } }` answers their address; signing out from its bar', async () => {
+test('the new person is signed in: the welcome page leads to GraphiQL, where `{ me { email } }` answers their address', async () => {
   const world = await createWorld(server.app.prisma);
   const email = uniqueEmail('signed-in');
   await createInvitation(server, world, { email, referrer: 'admin' });

@@ -20,7 +20,8 @@ let w: World;
 const servers: { server: RunningServer; dataDir: string; path: DatabaseProxy }[] = [];
 
 async function serverOn(dataDir: string, path = proxy): Promise<RunningServer> {
-  const server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: path.url }, { outbox: false });
+  const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir };
+  const server = await startServer(config, { databaseUrl: path.url }, { outbox: false });
   server.app.config.serverUrl = server.url;
   servers.push({ server, dataDir, path });
   return server;
@@ -72,7 +73,8 @@ const postPage = (on: RunningServer, path: string, fields: Record<string, string
 /** The site's 503 page: its layout, the message, Retry-After; no JSON. */
 async function expectUnavailablePage(response: Response, label: string): Promise<void> {
   const body = await response.text();
-  expect({ label, status: response.status, type: response.headers.get('content-type'), retryAfter: response.headers.get('retry-after') }).toEqual({
+  const retryAfter = response.headers.get('retry-after');
+  expect({ label, status: response.status, type: response.headers.get('content-type'), retryAfter }).toEqual({
     label,
     status: 503,
     type: 'text/html; charset=utf-8',
@@ -92,24 +94,28 @@ const sessionRows = async (token: string) => {
   }
 };
 const sessionToken = (signedIn: SignedIn) => signedIn.cookies.sessionid!;
-const meStatus = async (on: RunningServer, signedIn: SignedIn) => (await fetch(`${on.url}/json/users/me`, { headers: { cookie: signedIn.cookie } })).status;
+const meStatus = async (on: RunningServer, signedIn: SignedIn) =>
+  (await fetch(`${on.url}/json/users/me`, { headers: { cookie: signedIn.cookie } })).status;
 
 test('while the database is down, every page answers the site\'s 503 page with Retry-After', async () => {
   const invitation = await createInvitation(server, w, { email: uniqueEmail('outage') });
   const csrf = 'a'.repeat(43);
   const cookies = { csrftoken: csrf };
+  const post = (path: string, fields: Record<string, string>) => postPage(server, path, { csrfmiddlewaretoken: csrf, ...fields }, cookies);
+  const resetLink = '/accounts/password/reset/MQ/abc-def/';
+  const acceptance = `/accounts/do_confirm/${invitation.confirmationKey}`;
   await cutDatabase(server);
   const pages: [string, () => Promise<Response>][] = [
     ['sign-in form', () => fetch(`${server.url}/accounts/login/`)],
-    ['sign-in', () => postPage(server, '/accounts/login/', { csrfmiddlewaretoken: csrf, username: w.users.member.email, password: 'x' }, cookies)],
+    ['sign-in', () => post('/accounts/login/', { username: w.users.member.email, password: 'x' })],
     ['sign-out by GET', () => fetch(`${server.url}/accounts/logout/`)],
     ['reset request form', () => fetch(`${server.url}/accounts/password/reset/`)],
-    ['reset request', () => postPage(server, '/accounts/password/reset/', { csrfmiddlewaretoken: csrf, email: w.users.member.email }, cookies)],
+    ['reset request', () => post('/accounts/password/reset/', { email: w.users.member.email })],
     ['reset done', () => fetch(`${server.url}/accounts/password/reset/done/`)],
-    ['reset link', () => fetch(`${server.url}/accounts/password/reset/MQ/abc-def/`)],
-    ['reset link form', () => postPage(server, '/accounts/password/reset/MQ/abc-def/', { csrfmiddlewaretoken: csrf, new_password1: 'x', new_password2: 'x' }, cookies)],
-    ['acceptance link', () => fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`)],
-    ['acceptance form', () => postPage(server, `/accounts/do_confirm/${invitation.confirmationKey}`, { csrfmiddlewaretoken: csrf, full_name: 'Ola Outage', password: 'lighthouse-keeper-42' }, cookies)],
+    ['reset link', () => fetch(`${server.url}${resetLink}`)],
+    ['reset link form', () => post(resetLink, { new_password1: 'x', new_password2: 'x' })],
+    ['acceptance link', () => fetch(`${server.url}${acceptance}`)],
+    ['acceptance form', () => post(acceptance, { full_name: 'Ola Outage', password: 'lighthouse-keeper-42' })],
   ];
   for (const [label, request] of pages) await expectUnavailablePage(await request(), label);
 });
@@ -184,7 +190,8 @@ test('a sign-out recorded by a process that died during the outage is carried ou
     next = await serverOn(dataDir);
     await until(async () => {
       const { rowCount } = await admin.query(
-        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM user_session WHERE "tokenHash" = ANY%'`,
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+            AND query LIKE 'DELETE FROM user_session WHERE "tokenHash" = ANY%'`,
       );
       return rowCount === 1;
     });

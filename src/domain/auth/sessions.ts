@@ -72,7 +72,9 @@ interface SessionRow extends Actor {
  * The session of `token` and its user, when it holds: one statement, joining the user and their
  * organization. Undefined for an unknown, ended, expired or no longer valid session.
  */
-export async function readSession(app: Pick<AppContext, 'sql' | 'endedSessions'>, token: string, now = new Date()): Promise<SessionOf | undefined> {
+type SessionStore = Pick<AppContext, 'sql' | 'endedSessions'>;
+
+export async function readSession(app: SessionStore, token: string, now = new Date()): Promise<SessionOf | undefined> {
   if (!TOKEN_PATTERN.test(token) || app.endedSessions?.has(sha256Hex(token))) return undefined;
   const rows = await app.sql.rows<SessionRow>(
     `SELECT s.id AS "sessionId", u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType",
@@ -101,7 +103,7 @@ export async function endSession(sql: Sql, token: string): Promise<void> {
  * Sign-out: ends the session of `token` whatever the database says. When it is unavailable (known
  * down, or failing the DELETE), the end is recorded on disk and carried out when it answers again.
  */
-export async function signOut(app: Pick<AppContext, 'sql' | 'endedSessions'>, token: string, databaseDown: boolean): Promise<void> {
+export async function signOut(app: SessionStore, token: string, databaseDown: boolean): Promise<void> {
   if (!TOKEN_PATTERN.test(token)) return;
   const { endedSessions } = app;
   if (databaseDown && endedSessions) return endedSessions.record(sha256Hex(token));
