@@ -8,6 +8,7 @@ import type { PermissionCache } from './domain/permissions/permission-cache.js';
 import type { RateLimiter } from './domain/auth/rate-limit.js';
 import type { FileStorage } from './storage/storage.js';
 import type { Logger } from './logging.js';
+import type { EndedSessions } from './domain/auth/ended-sessions.js';
 
 export interface AppContext {
   prisma: DatabaseClient;
@@ -25,4 +26,6 @@ export interface AppContext {
   storage: FileStorage;
   /** Where this application logs; default: the process's logger (src/logging.ts). */
   log?: Logger;
+  /** Sign-outs kept on disk until the database records them; absent: a sign-out needs the database. */
+  endedSessions?: EndedSessions;
 }

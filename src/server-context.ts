@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import type { DatabaseClient } from './db/database.js';
 import type { NotificationSubscriber } from './db/notifications.js';
 import type { Sql } from './db/sql.js';
+import type { EndedSessions } from './domain/auth/ended-sessions.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { EventPolls } from './domain/events/long-polls.js';
 import { EventReader } from './domain/events/reader.js';
@@ -36,6 +37,8 @@ export interface ContextParts {
   metrics?: ServerMetrics;
   /** Wakes this process's e-mail worker; default: nothing (no worker here). */
   notifyOutbox?: () => void;
+  /** Sign-outs kept on disk until the database records them (src/domain/auth/ended-sessions.ts). */
+  endedSessions?: EndedSessions;
   /** What a failed read of the event log is told to; default: nothing. */
   eventReadFailed?: (error: unknown) => void;
 }
@@ -58,6 +61,7 @@ export function createServerContext(parts: ContextParts): ServerContext {
     notifyOutbox: parts.notifyOutbox ?? (() => {}),
     storage: parts.storage,
     log: parts.log,
+    endedSessions: parts.endedSessions,
   };
   return {
     ...services,

@@ -3,11 +3,13 @@
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
 import { createServerContext, notificationSubscribers, type ServerContext } from './server-context.js';
 import type { Config } from './config.js';
 import { databaseOptionsFor, openDatabase, type Database, type DatabaseOptions } from './db/database.js';
 import { listenForNotifications } from './db/notifications.js';
+import { EndedSessions } from './domain/auth/ended-sessions.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { prepareDataDir } from './data-dir.js';
@@ -92,7 +94,11 @@ export async function startServer(
     metrics,
     notifyOutbox: () => outbox?.wake(),
     eventReadFailed: unlessOutage('reading the event log failed'),
+    endedSessions: await EndedSessions.open(join(config.dataDir, 'ended-sessions')),
   });
+  const finishSignOuts = () => app.endedSessions?.flush(app.sql).catch(unlessOutage('ending signed-out sessions failed'));
+  databaseStatus.onAvailableAgain(finishSignOuts);
+  void finishSignOuts();
   const { eventPolls, eventStreams } = app;
   const stopListening = await listenForNotifications(database.directUrl, notificationSubscribers(app));
   eventPolls.start();

@@ -2,8 +2,8 @@
 // sessions), the sign-in, password reset and invitation acceptance pages,
 // health check and probes, JSON 404s; a request id, the client's address (and a warning when
 // forwarding headers come from an untrusted peer), its scheme, the rate limits' headers and one log
-// line per request (and, when tracing, its server span); JSON 503s while the database is unreachable;
-// the origin check of forms and /json.
+// line per request (and, when tracing, its server span); 503s while the database is unreachable
+// (JSON on the API, the site's page on its pages); the origin check of forms and /json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono, type Context, type MiddlewareHandler, type Next } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -27,7 +27,8 @@ import { mountFileRoutes } from './files.js';
 import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
-import { csrfRefusal, mountSignInPages } from './pages/sign-in.js';
+import { unavailablePage } from './pages/layout.js';
+import { csrfRefusal, LOGOUT_PATH, mountSignInPages } from './pages/sign-in.js';
 import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js';
 
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
@@ -121,6 +122,13 @@ function describeServerSpan(span: Span, method: string, route: string, status: n
   }
   span.setAttribute('http.response.status_code', status);
 }
+
+/** The server-rendered pages' paths (sign-in and out, password reset, invitation acceptance). */
+const PAGES_PATTERN = '/accounts/*';
+const isPage = (path: string) => path.startsWith('/accounts/');
+
+/** Sign-out needs no database to clear the browser's cookies: it is served during an outage. */
+const isSignOut = (c: Context) => c.req.method === 'POST' && c.req.path === LOGOUT_PATH;
 
 export interface HttpApp {
   http: Hono;
@@ -224,6 +232,9 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   http.use(`${API_PREFIX}/*`, unavailableAtOnce);
   http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
   http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));
+  // Pages stay pages: the site's own 503 page.
+  const pageUnavailable = () => unavailablePage(RETRY_AFTER_SECONDS);
+  http.use(PAGES_PATTERN, async (c, next) => (database.down && !isSignOut(c) ? refuse(pageUnavailable) : next()));
   // The state only, to anyone: where the database is and what its driver said go to the log.
   http.get('/health', async () => ((await database.check()) ? jsonResponse({ status: 'ok' }) : unavailableStateResponse()));
   mountProbes(http, database, lifecycle);
@@ -243,7 +254,7 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   const metrics = app.metrics && app.config.metrics.token ? metricsEndpoint(app.metrics, app.config.metrics.token) : null;
   if (metrics) http.get(METRICS_PATH, (c) => metrics(c.req.raw));
   mountAcceptancePages(http, app);
-  mountSignInPages(http, app);
+  mountSignInPages(http, app, database);
   mountPasswordResetPages(http, app);
   mountFileRoutes(http, app);
   const restScope = (c: Context) => ({
@@ -262,7 +273,7 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   http.onError((error, c) => {
     const requestLog = c.get('log') ?? log;
     const unavailable = database.noteFailure(error, requestLog);
-    if (unavailable) return unavailableResponse(unavailable);
+    if (unavailable) return isPage(c.req.path) ? pageUnavailable() : unavailableResponse(unavailable);
     requestLog.error({ err: error }, 'unexpected error');
     return jsonResponse({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' }, 500);
   });

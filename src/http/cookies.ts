@@ -7,8 +7,7 @@
 // counts as signed out, and its cookie is cleared. Cookies are Secure with `__Host-` names when the
 // request arrived over https: as a trusted proxy says (X-Forwarded-Proto), else as SERVER_URL says.
 import { randomBytes } from 'node:crypto';
-import type { Sql } from '../db/sql.js';
-import { csrfTokenOf, readSession, sameToken, SESSION_LIFETIME_SECONDS, type NewSession } from '../domain/auth/sessions.js';
+import { csrfTokenOf, readSession, sameToken, SESSION_LIFETIME_SECONDS, type NewSession, type SessionStore } from '../domain/auth/sessions.js';
 import type { Logger } from '../logging.js';
 
 /** Django's CSRF_COOKIE_AGE: a year. */
@@ -89,13 +88,13 @@ export interface FormBrowser {
 }
 
 /** The browser of a form's request: its session only when the session exists and holds (one lookup per cookie, a few at most). */
-export async function formBrowser(request: Request, secure: boolean, sql: Sql): Promise<FormBrowser> {
+export async function formBrowser(request: Request, secure: boolean, store: SessionStore): Promise<FormBrowser> {
   const names = cookieNames(secure);
   const cookieHeader = request.headers.get('cookie');
   const offered = tokensInCookies(cookieHeader, names.session).slice(0, MOST_SESSION_COOKIES);
   let sessionToken: string | undefined;
   for (const token of offered) {
-    if (await readSession(sql, token)) {
+    if (await readSession(store, token)) {
       sessionToken = token;
       break;
     }

@@ -43,6 +43,7 @@ export class DatabaseStatus {
   private probeTimer: NodeJS.Timeout | undefined;
   private checking: Promise<boolean> | undefined;
   private stopped = false;
+  private readonly availableAgain: (() => void)[] = [];
 
   constructor(
     /** The driver's own pool (Prisma's): its errors carry PostgreSQL's and Node's codes unwrapped. */
@@ -105,6 +106,11 @@ export class DatabaseStatus {
     return this.checking;
   }
 
+  /** `listener` runs each time an outage ends. */
+  onAvailableAgain(listener: () => void): void {
+    this.availableAgain.push(listener);
+  }
+
   stop(): void {
     this.stopped = true;
     clearTimeout(this.probeTimer);
@@ -140,6 +146,7 @@ export class DatabaseStatus {
     clearTimeout(this.probeTimer);
     const seconds = Math.round((Date.now() - outage.since) / 100) / 10;
     this.log.info({ seconds, failed: outage.failed }, `database available again after ${seconds} s; ${outage.failed} requests or background passes failed meanwhile`);
+    for (const listener of this.availableAgain) listener();
   }
 
   private scheduleProbe(): void {

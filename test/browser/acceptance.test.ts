@@ -5,6 +5,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { launchBrowser } from '../support/browser.js';
+import { execute, OPERATION_EDITOR, replaceEditorText, shownResult } from '../support/graphiql.js';
 import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
@@ -139,3 +140,41 @@ test('a revoked invitation\'s e-mailed link shows why it cannot be used', async 
     await page.close();
   }
 });
+
+test('the new person is signed in: the welcome page leads to GraphiQL, where `{ me { email } }` answers their address', async () => {
+  const world = await createWorld(server.app.prisma);
+  const email = uniqueEmail('signed-in');
+  await createInvitation(server, world, { email, referrer: 'admin' });
+  const href = await linkFromMailTo(email);
+
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  const page = await context.newPage();
+  try {
+    await page.goto(href);
+    await page.fill('#full_name', 'Gia GraphiQL');
+    await page.fill('#password', 'Gia-lighthouse-2026');
+    await page.click('#submit');
+    await page.waitForSelector('#api-key');
+    expect(await page.textContent('#api-key')).toMatch(/^[A-Za-z0-9]{32}$/);
+    const session = (await context.cookies()).find((cookie) => cookie.name === 'sessionid');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+
+    await page.click('#graphiql');
+    await page.waitForURL(`${server.url}/graphql`);
+    await expect.poll(() => page.locator('#signed-in-as').textContent(), { timeout: 20_000 }).toContain(email);
+    await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
+    await replaceEditorText(page, OPERATION_EDITOR, '{ me { email } }');
+    const query = await execute(page, 'me');
+    expect(query.headers().authorization).toBeUndefined();
+    expect(await shownResult(page)).toEqual({ data: { me: { email } } });
+
+    // GraphiQL's bar signs out (the welcome page, never cached, cannot be gone back to).
+    await page.click('#sign-out');
+    await page.waitForURL(`${server.url}/accounts/login/`);
+    expect((await context.cookies()).find((cookie) => cookie.name === 'sessionid')).toBeUndefined();
+    expect((await context.request.get(`${server.url}/json/users/me`)).status()).toBe(401);
+  } finally {
+    await context.close();
+  }
+}, 120_000);

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
-import { createInvitation, uniqueEmail } from '../support/invitations.js';
+import { createInvitation, submitAcceptance, uniqueEmail } from '../support/invitations.js';
 import { basicAuth } from '../support/server.js';
+import { formCsrfToken, postForm, setCookieHeader, setCookies } from '../support/sessions.js';
 import { startServerWithOutbox } from '../support/smtp.js';
 import { whileOrganizationLocked } from '../security/contention.js';
 import { createWorld, type World } from '../support/world.js';
@@ -25,7 +26,7 @@ const open = async (key: string) => {
   return { status: response.status, type: response.headers.get('content-type'), body: await response.text() };
 };
 const submit = async (key: string, fullName: string, password = 'lighthouse-keeper-42') => {
-  const response = await fetch(link(key), { method: 'POST', headers: { origin: server.url }, body: new URLSearchParams({ full_name: fullName, password }) });
+  const response = await submitAcceptance(server.url, key, { full_name: fullName, password });
   return { status: response.status, body: await response.text() };
 };
 const apiKeyOn = (page: string) => /<code id="api-key">([A-Za-z0-9]{32})<\/code>/.exec(page)?.[1];
@@ -243,4 +244,51 @@ test('a double submit creates one account; the second submit is told the link wa
     where: { user: { organizationId: world.org.id, emailKey: invitation.email } },
   });
   expect(welcome).toBe(2);
+});
+
+test('acceptance signs the new person in as the sign-in form does: the session cookies, a GraphiQL link, a sign-out form', async () => {
+  const world = await createWorld(server.app.prisma);
+  const invitation = await createInvitation(server, world, { email: uniqueEmail('sid') });
+  const fields = { full_name: 'Sid Session', password: 'lighthouse-keeper-42' };
+  const answer = await submitAcceptance(server.url, invitation.confirmationKey, fields);
+  expect(answer.status).toBe(200);
+  const page = await answer.text();
+  const cookies = Object.fromEntries(setCookies(answer));
+  expect(setCookieHeader(answer, 'sessionid')).toMatch(/^sessionid=[A-Za-z0-9_-]{43}; Max-Age=1209600; Path=\/; SameSite=Lax; HttpOnly$/);
+  expect(formCsrfToken(page)).toBe(cookies.csrftoken);
+  expect(page).toContain('<a href="/graphql" id="graphiql">');
+  expect(page).toContain(`<form method="post" action="/accounts/logout/">\n<input type="hidden" name="csrfmiddlewaretoken" value="${cookies.csrftoken}">`);
+  expect(apiKeyOn(page)).toMatch(/^[A-Za-z0-9]{32}$/);
+
+  // The session is the new person's, on /graphql and /json.
+  const session = { cookie: `sessionid=${cookies.sessionid}` };
+  const me = await fetch(`${server.url}/json/users/me`, { headers: session });
+  expect(await me.json()).toMatchObject({ result: 'success', email: invitation.email });
+  const viaGraphql = await fetch(`${server.url}/graphql`, {
+    method: 'POST',
+    headers: { ...session, 'content-type': 'application/json', 'x-csrftoken': cookies.csrftoken!, origin: server.url },
+    body: JSON.stringify({ query: '{ me { email } }' }),
+  });
+  expect(await viaGraphql.json()).toEqual({ data: { me: { email: invitation.email } } });
+
+  // The welcome page's sign-out form ends it.
+  const signedOut = await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: formCsrfToken(page) }, cookies);
+  expect(signedOut.status).toBe(303);
+  expect((await fetch(`${server.url}/json/users/me`, { headers: session })).status).toBe(401);
+});
+
+test('the acceptance form is CSRF-checked as the sign-in form: without its token, 403 and no account', async () => {
+  const world = await createWorld(server.app.prisma);
+  const invitation = await createInvitation(server, world, { email: uniqueEmail('csrf') });
+  const opened = await open(invitation.confirmationKey);
+  expect(formCsrfToken(opened.body)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  const forged = await fetch(link(invitation.confirmationKey), {
+    method: 'POST',
+    headers: { origin: server.url },
+    body: new URLSearchParams({ full_name: 'Forged Person', password: 'lighthouse-keeper-42' }),
+  });
+  expect(forged.status).toBe(403);
+  expect(errorOn(await forged.text())).toBe('CSRF verification failed. Request aborted. (CSRF cookie not set.)');
+  expect(forged.headers.getSetCookie()).toEqual([]);
+  expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: invitation.email } })).toBe(0);
 });

@@ -10,6 +10,7 @@ import { postInvites } from '../support/invites.js';
 import { postFiles } from '../support/uploads.js';
 import { connectToTestDatabase, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
+import { submitAcceptance } from '../support/invitations.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
 
 let server: TestServer;
@@ -289,7 +290,7 @@ describe('recipients and triggers', () => {
     const refused = await invite(world, 'member', 'fay@example.net, gus@example.net');
     expect(refused.body).toMatchObject({ result: 'error', code: 'INVITATION_FAILED', daily_limit_reached: true });
     await runOnTestDatabase(`UPDATE invitation SET "expiresAt" = now() - interval '1 minute' WHERE id = $1`, [invitation.id]);
-    const expired = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, { method: 'POST', headers: { origin: server.url }, body: new URLSearchParams({ full_name: 'Eve', password: 'lighthouse-keeper-42' }) });
+    const expired = await submitAcceptance(server.url, invitation.confirmationKey, { full_name: 'Eve', password: 'lighthouse-keeper-42' });
     expect(expired.status).toBe(410);
     await marker(world);
     expect(types(await eventsOf(world, 'member', queues.member))).toEqual(['realm_emoji']);
@@ -315,11 +316,7 @@ describe('recipients and triggers', () => {
     expect((await invite(world, 'member', 'dee@example.net')).status).toBe(200);
     const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'dee@example.net' } });
     const queue = await register(world, 'member');
-    const accepted = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, {
-      method: 'POST',
-      headers: { origin: server.url },
-      body: new URLSearchParams({ full_name: 'Dee', password: 'lighthouse-keeper-42' }),
-    });
+    const accepted = await submitAcceptance(server.url, invitation.confirmationKey, { full_name: 'Dee', password: 'lighthouse-keeper-42' });
     expect(accepted.status).toBe(200);
     await marker(world);
     expect(types(await eventsOf(world, 'member', queue))).toEqual(['invites_changed', 'realm_emoji']);

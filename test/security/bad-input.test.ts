@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { callApi } from '../support/rest.js';
 import { storedInvitations } from '../support/invites.js';
+import { submitAcceptance } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 import { expectMatchesOpenApi } from '../support/openapi.js';
@@ -93,11 +94,7 @@ describe('row 5: NUL characters', () => {
     });
     expect(sent.status).toBe(200);
     const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: w.org.id, email: 'nul-accept@example.net' } });
-    const answer = await fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`, {
-      method: 'POST',
-      headers: { origin: server.url },
-      body: new URLSearchParams({ full_name: 'Ann\u0000Smith', password: 'lighthouse-keeper-42' }),
-    });
+    const answer = await submitAcceptance(server.url, invitation.confirmationKey, { full_name: 'Ann\u0000Smith', password: 'lighthouse-keeper-42' });
     expect(answer.status).toBe(400);
     expect(await server.app.prisma.user.count({ where: { organizationId: w.org.id, emailKey: 'nul-accept@example.net' } })).toBe(0);
   });

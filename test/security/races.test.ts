@@ -4,7 +4,7 @@
 // (contention.ts), and where the rules accept two outcomes the requests are queued in both orders, so
 // that each outcome occurs. A forced deadlock proves the retry of src/domain/transaction.ts.
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createInvitations, uniqueEmail } from '../support/invitations.js';
+import { createInvitations, submitAcceptance, uniqueEmail } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld } from '../support/world.js';
 import { inSqlTransaction, inTransaction } from '../../src/domain/transaction.js';
@@ -29,7 +29,7 @@ function countStatuses(statuses: number[]): Record<number, number> {
 }
 
 function accept(key: string, fullName = 'Racing Person') {
-  return fetch(`${server.url}/accounts/do_confirm/${key}`, { method: 'POST', headers: { origin: server.url }, body: new URLSearchParams({ full_name: fullName, password: 'lighthouse-keeper-42' }) });
+  return submitAcceptance(server.url, key, { full_name: fullName, password: 'lighthouse-keeper-42' });
 }
 
 const rest = (method: string, path: string, auth: string, form?: Record<string, string>) =>

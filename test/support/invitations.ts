@@ -1,5 +1,6 @@
 // Inserts invitations directly (rows + their queued e-mail, in one transaction), so these tests do
-// not depend on POST /api/v1/invites.
+// not depend on POST /api/v1/invites; and submits the acceptance form as a browser does.
+import { randomBytes } from 'node:crypto';
 import type { RunningServer } from '../../src/server.js';
 import { queueInvitationEmail } from '../../src/domain/email/outbox.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
@@ -67,3 +68,17 @@ export async function createInvitation(server: RunningServer, world: World, inpu
 
 /** A unique address for this run (tests share one PostgreSQL database). */
 export const uniqueEmail = (name: string) => `${name}-${Math.random().toString(36).slice(2, 10)}@example.org`;
+
+/**
+ * POSTs the acceptance form as a browser does: urlencoded, from the server's own origin, with a CSRF
+ * token in its field and in the CSRF cookie (double submit, as the form page would have set it).
+ */
+export function submitAcceptance(serverUrl: string, key: string, fields: Record<string, string>): Promise<Response> {
+  const token = randomBytes(32).toString('base64url');
+  return fetch(`${serverUrl}/accounts/do_confirm/${key}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `csrftoken=${token}`, origin: new URL(serverUrl).origin },
+    body: new URLSearchParams({ csrfmiddlewaretoken: token, ...fields }),
+  });
+}

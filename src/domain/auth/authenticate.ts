@@ -158,7 +158,7 @@ export async function authenticateSession(
   clientAddress: string,
   { rateLimits, counted = true }: { rateLimits?: RateLimitReport; counted?: boolean } = {},
 ): Promise<SessionOf> {
-  const session = await readSession(app.sql, sessionToken);
+  const session = await readSession(app, sessionToken);
   if (!session) throw sessionRequired();
   if (counted) await app.rateLimiter.hit(session.actor.id, 1, clientAddress, rateLimits);
   return session;

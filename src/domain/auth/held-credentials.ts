@@ -34,7 +34,7 @@ export function heldCredentials(app: AppContext, credentials: Credentials): Held
   return {
     concernedBy: (invalidation) => invalidation === EVERY_KEY || invalidation === ended || invalidation === apiKeyHash,
     recheck: async () => {
-      const session = await readSession(app.sql, credentials.sessionToken);
+      const session = await readSession(app, credentials.sessionToken);
       if (!session) throw sessionRequired();
       apiKeyHash = session.apiKeyHash;
     },

@@ -3,8 +3,11 @@
 // and the session's CSRF token is derived from it. A session holds while it is unexpired, its user
 // active, their organization not deactivated, and its fingerprint equal to the fingerprint of the
 // user's current password hash (Django's session auth hash): a password change or reset ends the
-// sessions in every process at once, with no bookkeeping beyond the password itself.
+// sessions in every process at once, with no bookkeeping beyond the password itself. A sign-out the
+// database cannot record is kept on disk until it can (ended-sessions.ts).
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../../app-context.js';
+import { classifyDatabaseError } from '../../db/outage-errors.js';
 import type { Sql } from '../../db/sql.js';
 import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
 import type { Transaction } from '../transaction.js';
@@ -69,9 +72,11 @@ interface SessionRow extends Actor {
  * The session of `token` and its user, when it holds: one statement, joining the user and their
  * organization. Undefined for an unknown, ended, expired or no longer valid session.
  */
-export async function readSession(sql: Sql, token: string, now = new Date()): Promise<SessionOf | undefined> {
-  if (!TOKEN_PATTERN.test(token)) return undefined;
-  const rows = await sql.rows<SessionRow>(
+export type SessionStore = Pick<AppContext, 'sql' | 'endedSessions'>;
+
+export async function readSession(app: SessionStore, token: string, now = new Date()): Promise<SessionOf | undefined> {
+  if (!TOKEN_PATTERN.test(token) || app.endedSessions?.has(sha256Hex(token))) return undefined;
+  const rows = await app.sql.rows<SessionRow>(
     `SELECT s.id AS "sessionId", u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType",
             (extract(epoch FROM u."dateJoined") * 1000)::float8 AS "dateJoinedMs", u."apiKeyHash"
        FROM user_session s
@@ -92,6 +97,22 @@ export async function readSession(sql: Sql, token: string, now = new Date()): Pr
 export async function endSession(sql: Sql, token: string): Promise<void> {
   if (!TOKEN_PATTERN.test(token)) return;
   await sql.rows('DELETE FROM user_session WHERE "tokenHash" = $1', [sha256Hex(token)]);
+}
+
+/**
+ * Sign-out: ends the session of `token` whatever the database says. When it is unavailable (known
+ * down, or failing the DELETE), the end is recorded on disk and carried out when it answers again.
+ */
+export async function signOut(app: SessionStore, token: string, databaseDown: boolean): Promise<void> {
+  if (!TOKEN_PATTERN.test(token)) return;
+  const { endedSessions } = app;
+  if (databaseDown && endedSessions) return endedSessions.record(sha256Hex(token));
+  try {
+    await endSession(app.sql, token);
+  } catch (error) {
+    if (!endedSessions || classifyDatabaseError(error) === null) throw error;
+    await endedSessions.record(sha256Hex(token));
+  }
 }
 
 /**

@@ -161,15 +161,16 @@ export class EventPolls implements NotificationSubscriber {
   }
 
   /**
-   * The reader, and the removal of expired queues, old events and expired browser sessions every
-   * minute, in every process (the log grows whether or not anyone reads it). A few statements a
-   * minute; none of a request's.
+   * The reader, and the removal of expired queues, old events, expired browser sessions and those
+   * signed out while the database could not record it, every minute, in every process (the log grows
+   * whether or not anyone reads it). A few statements a minute; none of a request's.
    */
   start(): void {
     this.reader.start();
     const removeOld = () => {
       removeExpired(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired event queues failed'));
       removeExpiredSessions(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'removing expired sessions failed'));
+      this.app.endedSessions?.flush(this.app.sql).catch((error) => this.app.log?.warn({ err: error }, 'ending signed-out sessions failed'));
     };
     this.housekeeping = setInterval(removeOld, HOUSEKEEPING_MS).unref();
   }

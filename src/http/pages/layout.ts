@@ -51,3 +51,10 @@ export function redirect(location: string, cookies: string[] = []): Response {
 export function errorPage(title: string, message: string, status: number): Response {
   return page(title, html`<h1>${title}</h1>\n<p class="error" id="error">${message}</p>`, status);
 }
+
+/** A page's answer while the database is unavailable (or too busy): 503 with Retry-After, as the API's. */
+export function unavailablePage(retryAfterSeconds: number): Response {
+  const response = errorPage('Temporarily unavailable', 'The service is temporarily unavailable. Please try again in a few moments.', 503);
+  response.headers.set('Retry-After', String(retryAfterSeconds));
+  return response;
+}

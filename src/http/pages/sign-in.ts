@@ -1,15 +1,27 @@
 // The sign-in and sign-out pages (signin.md section 4): GET /accounts/login/ shows the form, POST
 // signs in (signInWithPassword, the same rules as fetch_api_key) and begins a browser session;
-// POST /accounts/logout/ ends it. Every POST carries the CSRF token its form was given (and passed
-// the origin check every form POST goes through first: src/http/cross-origin.ts).
+// POST /accounts/logout/ ends it, clearing the cookies even while the database is unavailable (the
+// session's end then waits on disk: src/domain/auth/ended-sessions.ts). Every POST carries the CSRF
+// token its form was given (and passed the origin check every form POST goes through first:
+// src/http/cross-origin.ts).
 import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../../app-context.js';
-import { beginSession, endSession } from '../../domain/auth/sessions.js';
+import { classifyDatabaseError } from '../../db/outage-errors.js';
+import { beginSession, endSession, signOut } from '../../domain/auth/sessions.js';
 import { signInWithPassword } from '../../domain/auth/sign-in.js';
 import { html, type HtmlFragment } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
-import { endedSessionCookies, formBrowser, formCsrfFailure, formCsrfToken, sessionCookies, type FormBrowser } from '../cookies.js';
+import {
+  csrfFailure,
+  endedSessionCookies,
+  formBrowser,
+  formCsrfFailure,
+  formCsrfToken,
+  sessionCookies,
+  sessionTokenOf,
+  type FormBrowser,
+} from '../cookies.js';
 import { errorPage, page, redirect } from './layout.js';
 
 export const LOGIN_PATH = '/accounts/login/';
@@ -49,7 +61,7 @@ export const secureRequest = (c: Context): boolean => c.get('secure') ?? false;
 
 /** The CSRF token a new form carries, and the cookies to set (a CSRF cookie when the browser has none yet). */
 export async function formCsrf(c: Context, app: AppContext): Promise<{ token: string; cookies: string[] }> {
-  return formCsrfToken(await formBrowser(c.req.raw, secureRequest(c), app.sql));
+  return formCsrfToken(await formBrowser(c.req.raw, secureRequest(c), app));
 }
 
 type CheckedForm = { fields: Record<string, string>; browser: FormBrowser };
@@ -57,9 +69,20 @@ type CheckedForm = { fields: Record<string, string>; browser: FormBrowser };
 /** A form POST's fields and browser, or the 403 page when it lacks the CSRF token its form was given. */
 export async function checkedForm(c: Context, app: AppContext): Promise<CheckedForm | Response> {
   const fields = await formFields(c);
-  const browser = await formBrowser(c.req.raw, secureRequest(c), app.sql);
+  const browser = await formBrowser(c.req.raw, secureRequest(c), app);
   const refused = formCsrfFailure(browser, fields[CSRF_FIELD]);
   return refused ? csrfRefusal(refused) : { fields, browser };
+}
+
+/**
+ * Begins a browser session for a user who just proved who they are (the sign-in form, an accepted
+ * invitation). A session the browser held before (perhaps someone else's) ends: one session per
+ * sign-in. Returns the cookies to set and the session's CSRF token (for the next page's forms).
+ */
+export async function beginBrowserSession(app: AppContext, browser: FormBrowser, userId: number): Promise<{ cookies: string[]; csrfToken: string }> {
+  if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
+  const session = await beginSession(app.sql, userId);
+  return { cookies: sessionCookies(browser.secure, session), csrfToken: session.csrfToken };
 }
 
 interface LoginForm {
@@ -112,10 +135,8 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
       clientAddress: c.get('clientAddress') ?? '',
       rateLimits: c.get('rateLimits'),
     });
-    // A session the browser held before (perhaps someone else's) ends: one session per sign-in.
-    if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
-    const session = await beginSession(app.sql, actor.id);
-    return redirect(localPath(form.next, serverUrl), sessionCookies(browser.secure, session));
+    const session = await beginBrowserSession(app, browser, actor.id);
+    return redirect(localPath(form.next, serverUrl), session.cookies);
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     // A busy server's refusal keeps its status (503, Retry-After); every other failure is the form again.
@@ -126,14 +147,40 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
   }
 }
 
-async function submitLogout(app: AppContext, c: Context): Promise<Response> {
-  const checked = await checkedForm(c, app);
+async function submitLogout(app: AppContext, database: DatabaseState, c: Context): Promise<Response> {
+  const secure = secureRequest(c);
+  const checked = database.down ? await checkedWithoutDatabase(c) : await checkedWithDatabase(app, c);
   if (checked instanceof Response) return checked;
   // Only a session that exists (its CSRF token checked) ends: a made-up cookie's form ends nothing.
-  const { browser } = checked;
-  if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
-  return redirect(LOGIN_PATH, endedSessionCookies(browser.secure));
+  // Without the database, the session the cookie names is ended on disk (signOut) until it answers.
+  if (checked.sessionToken) await signOut(app, checked.sessionToken, database.down);
+  return redirect(LOGIN_PATH, endedSessionCookies(secure));
 }
+
+/** A sign-out's form checked against the sessions that exist; without the database, as below. */
+async function checkedWithDatabase(app: AppContext, c: Context): Promise<{ sessionToken?: string } | Response> {
+  const checked = await checkedForm(c, app).catch(whenUnavailable(() => checkedWithoutDatabase(c)));
+  return checked instanceof Response || !('browser' in checked) ? checked : { sessionToken: checked.browser.sessionToken };
+}
+
+/**
+ * A sign-out's form checked while the database cannot say whether its session exists: the token
+ * must be the one the cookie's session would have (a made-up session's end on disk costs nothing).
+ */
+async function checkedWithoutDatabase(c: Context): Promise<{ sessionToken?: string } | Response> {
+  const fields = await formFields(c);
+  const sessionToken = sessionTokenOf(c.req.raw, secureRequest(c));
+  const refused = sessionToken ? csrfFailure(fields[CSRF_FIELD], sessionToken) : null;
+  return refused ? csrfRefusal(refused) : { sessionToken };
+}
+
+/** Runs `fallback` instead when `error` is the database's unavailability; rethrows anything else. */
+const whenUnavailable =
+  <T>(fallback: () => Promise<T>) =>
+  (error: unknown): Promise<T> => {
+    if (classifyDatabaseError(error) === null) throw error;
+    return fallback();
+  };
 
 const postOnly = () => {
   const response = errorPage('Method not allowed', 'Sign out with the form’s button (POST).', 405);
@@ -141,10 +188,15 @@ const postOnly = () => {
   return response;
 };
 
-export function mountSignInPages(http: Hono, app: AppContext): void {
+/** Whether the database is known to be unavailable (src/http/database-status.ts). */
+export interface DatabaseState {
+  readonly down: boolean;
+}
+
+export function mountSignInPages(http: Hono, app: AppContext, database: DatabaseState): void {
   http.get(LOGIN_PATH, async (c) => loginPage(await formCsrf(c, app), { username: '', realm: '', next: c.req.query('next') ?? '' }));
   http.post(LOGIN_PATH, FORM_LIMIT, (c) => submitLogin(app, c));
-  http.post(LOGOUT_PATH, FORM_LIMIT, (c) => submitLogout(app, c));
+  http.post(LOGOUT_PATH, FORM_LIMIT, (c) => submitLogout(app, database, c));
   http.get(LOGOUT_PATH, postOnly);
   // Where the API door sends a browser that is not signed in (the reference's /login/).
   http.get('/login/', (c) => redirect(`${LOGIN_PATH}${new URL(c.req.url).search}`));
