@@ -223,7 +223,7 @@ function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): MetricsConfig 
   }
   return { token, port: metricsPort };
 }
-/** See the README's configuration table: with the server's own 130-150 MiB, under 512 MiB resident. */
+/** docs/guide/operations.md's configuration table; with the server's own 130-150 MiB, under 512 MiB resident (performance.md). */
 const DEFAULT_MEMORY_BUDGET_MIB = 160;
 /** About 40 KiB each (SSE; half over WebSocket): 200 MiB at most. */
 const DEFAULT_MAX_SUBSCRIPTIONS = 5_000;

@@ -41,7 +41,7 @@ export interface GraphQLLimits {
 
 /**
  * GraphiQL's introspection query needs 190 tokens, depth 21 (fragments count as a level) and cost
- * 53,411; the README's example query costs 384.
+ * 53,411 (docs/guide/security.md, GraphQL documents).
  */
 export const DEFAULT_GRAPHQL_LIMITS: GraphQLLimits = {
   anonymous: { documentBytes: 64 * 1024, tokens: 1000, depth: 24, aliases: 5, directives: 10, cost: 60_000 },

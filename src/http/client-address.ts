@@ -46,7 +46,7 @@ export function peerTrustedBy(trustedProxies: string[]): (incoming: IncomingMess
  * The addresses the proxies name, nearest first, up to the first entry that names no IP address
  * (`unknown`, an obfuscated name, a malformed element): a proxy that cannot name its client ends
  * the chain. X-Forwarded-For first: the proxies that append Forwarded are few, and most pass a
- * client's own Forwarded through untouched (README: a proxy that sets only Forwarded must drop it).
+ * client's own Forwarded through untouched (docs/guide/operations.md: a proxy that sets only Forwarded must drop it).
  */
 function forwardingChain(headers: IncomingHttpHeaders): string[] {
   const xForwardedFor = headers['x-forwarded-for'];

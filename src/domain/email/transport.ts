@@ -73,7 +73,7 @@ function fileTransport(directory: string, from: string): MailTransport {
       await writeFile(path, info.message as Buffer);
       // Someone trying the server without a mail server follows the (acceptance) link from the log.
       const links = email.text.match(/https?:\/\/\S+/g) ?? [];
-      // (The README names this development mode as the one place acceptance links are logged.)
+      // (docs/guide/operations.md, Logs, names this development mode as the one place acceptance links are logged.)
       logger.info({ emailId: email.id, file: path, links }, 'e-mail written to a file');
     },
     close: composer.close,
