@@ -59,6 +59,8 @@ export interface Config {
   eventHeartbeatSeconds?: number;
   /** GraphQL subscriptions one process holds at most; more are refused with 503 (clients go elsewhere). */
   maxSubscriptions: number;
+  /** Minutes between two runs of the file sweep (FILE_SWEEP_MINUTES, one process of the fleet at a time); 0: none. */
+  fileSweepMinutes: number;
 }
 
 export interface MetricsConfig {
@@ -126,6 +128,19 @@ function onOrOff(name: string, value: string | undefined, fallback: boolean): bo
   if (value === undefined || value === '') return fallback;
   if (value === 'on' || value === 'off') return value === 'on';
   throw new StartupError(`${name} must be on or off, got ${JSON.stringify(value)}`);
+}
+
+/** A week at most: beyond about 24 days a Node timer would fire at once. */
+const MAX_FILE_SWEEP_MINUTES = 10_080;
+
+function fileSweepMinutes(value: string | undefined): number {
+  if (value === undefined || value === '') return 10;
+  if (value === 'off') return 0;
+  const minutes = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
+  if (!(minutes <= MAX_FILE_SWEEP_MINUTES)) {
+    throw new StartupError(`FILE_SWEEP_MINUTES must be a whole number of minutes up to ${MAX_FILE_SWEEP_MINUTES}, or 0 or off (no sweep), got ${JSON.stringify(value)}`);
+  }
+  return minutes;
 }
 
 /** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */
@@ -249,5 +264,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
     eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
     maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
+    fileSweepMinutes: fileSweepMinutes(env.FILE_SWEEP_MINUTES),
   };
 }

@@ -15,6 +15,8 @@ import { EventStreams } from './domain/events/streams.js';
 import { RateLimiter } from './domain/auth/rate-limit.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
+import { FileSweeper } from './domain/uploads/file-sweeper.js';
+import { REQUEST_ARRIVAL_LIMIT_MS } from './domain/uploads/upload-file.js';
 import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
 import { DatabaseStatus } from './http/database-status.js';
@@ -39,7 +41,9 @@ export interface RunningServer {
   databaseStatus: DatabaseStatus;
   /** Null when started with `outbox: false` or EMAIL_WORKER=off. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
+  /** The periodic file sweep (uploads.md Decision 7); null with FILE_SWEEP_MINUTES=0 or off. */
+  fileSweeper: FileSweeper | null;
+  /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight and the file sweep; then closes the database. */
   close(): Promise<void>;
 }
 
@@ -101,6 +105,10 @@ export async function startServer(
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
   };
+  const fileSweeper =
+    config.fileSweepMinutes > 0
+      ? new FileSweeper(app, { intervalMs: config.fileSweepMinutes * 60_000, directUrl: database.directUrl, sweepFailed: unlessOutage('file sweep failed') })
+      : null;
   const eventReader = new EventReader(database.sql, unlessOutage('reading the event log failed'));
   const eventPolls = new EventPolls(app, eventReader);
   const eventStreams = new EventStreams(app, eventReader);
@@ -108,7 +116,7 @@ export async function startServer(
   app.eventStreams = eventStreams;
   const stopListening = await listenForNotifications(database.directUrl, [...cacheSubscribers(caches), rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
-  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
+  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, fileSweeper, events: { streams: eventStreams, polls: eventPolls } });
   const { http, graphql } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
@@ -119,6 +127,7 @@ export async function startServer(
     draining: () => draining,
   });
   outbox?.start();
+  fileSweeper?.start();
   const { port } = server.address() as AddressInfo;
   const opened = database;
   return {
@@ -128,14 +137,16 @@ export async function startServer(
     database: opened,
     databaseStatus,
     outbox,
+    fileSweeper,
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
       draining = true;
       // Waiting long polls are answered and subscriptions end at once: a drain never waits for one.
       eventStreams.close();
       await Promise.all([eventPolls.close(), closeWebSockets()]);
-      // The worker stops at once (its queued mail waits for the next process), not after the requests.
-      await Promise.all([closeServer(server), outbox?.stop()]);
+      // The worker stops at once (its queued mail waits for the next process), not after the requests;
+      // so does the file sweep (a sweep in progress stops after its current batch).
+      await Promise.all([closeServer(server), outbox?.stop(), fileSweeper?.stop()]);
       if (metricsServer) await closeServer(metricsServer);
       await stopListening();
       databaseStatus.stop();
@@ -148,7 +159,9 @@ type Handler = (request: Request, env?: unknown) => Response | Promise<Response>
 
 /** `variable` names the setting that chose the port (PORT or METRICS_PORT) in the start-up error. */
 async function listen(host: string, port: number, variable: string, fetch: Handler): Promise<Server> {
-  const server = createAdaptorServer({ fetch }) as Server;
+  // A request arrives whole within REQUEST_ARRIVAL_LIMIT_MS or is cut (408): an upload's stored bytes
+  // wait for their row at most that long plus the commit, the file sweep's grace (upload-file.ts).
+  const server = createAdaptorServer({ fetch, serverOptions: { requestTimeout: REQUEST_ARRIVAL_LIMIT_MS } }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;

@@ -8,7 +8,7 @@ import { databaseOptionsFor, openDatabase, type Database } from '../db/database.
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { openStorage } from '../storage/open-storage.js';
-import { sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
+import { SWEEP_GRACE_MS, sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
 import { createMailTransport } from '../domain/email/transport.js';
 import { OutboxWorker } from '../domain/email/worker.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
@@ -78,12 +78,12 @@ const commands: Record<string, Command> = {
     },
   },
   'sweep-files': {
-    usage: 'sweep-files [--grace-minutes 60]',
-    summary: 'remove stored upload bytes that no file row names (left by a crash or a failed deletion), if older than the grace (default 60 minutes; uploads still being committed are younger)',
+    usage: `sweep-files [--grace-minutes ${SWEEP_GRACE_MS / 60_000}]`,
+    summary: `what the server's own file sweep does (FILE_SWEEP_MINUTES), at once: remove stored upload bytes that no file row names (left by a crash or a failed deletion), if older than the grace (default ${SWEEP_GRACE_MS / 60_000} minutes: uploads still being committed are younger)`,
     required: [],
     positionals: 0,
     async run(database, _positionals, values) {
-      const graceMinutes = Number(values['grace-minutes'] ?? 60);
+      const graceMinutes = Number(values['grace-minutes'] ?? SWEEP_GRACE_MS / 60_000);
       if (!Number.isFinite(graceMinutes) || graceMinutes < 0) throw new UsageError('sweep-files: --grace-minutes must be a number of minutes, 0 or more.');
       const { examined, removed } = await sweepOrphanFiles({ prisma: database.prisma, storage: await openStorage(loadConfig()) }, { graceMs: graceMinutes * 60_000 });
       for (const key of removed) console.log(`removed ${key}`);

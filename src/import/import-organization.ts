@@ -5,6 +5,7 @@ import { apiKeyColumns, apiKeySealer, type ApiKeySealer } from '../domain/users/
 import { DomainError } from '../domain/errors.js';
 import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { fileKey, newPathId } from '../domain/uploads/paths.js';
+import { IMPORT_TRANSACTION_MS } from '../domain/uploads/upload-file.js';
 import type { FileStorage } from '../storage/storage.js';
 import { Readable } from 'node:stream';
 import { fitName, sanitizeName } from '../domain/uploads/file-names.js';
@@ -43,7 +44,7 @@ export async function importOrganization(prisma: Prisma, file: OrganizationFile,
   const replaced: string[] = [];
   try {
     const seal = await apiKeySealer(prisma);
-    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), { timeout: 300_000, maxWait: 30_000 });
+    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), { timeout: IMPORT_TRANSACTION_MS, maxWait: 30_000 });
     // Fresh statistics at once, rather than when autovacuum comes by: a large import changes the best plans.
     await prisma.$executeRawUnsafe(`ANALYZE ${ANALYZED_TABLES.join(', ')}`);
     await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
