@@ -1,5 +1,5 @@
 // Starts the application on a port: listening socket first (so a taken port fails before anything
-// is written), then the data directory, the database (migrated), services, e-mail worker.
+// is written), then the data directory, the database (migrated), services, e-mail worker, file sweep.
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
