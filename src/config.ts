@@ -138,7 +138,8 @@ function fileSweepMinutes(value: string | undefined): number {
   if (value === 'off') return 0;
   const minutes = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
   if (!(minutes <= MAX_FILE_SWEEP_MINUTES)) {
-    throw new StartupError(`FILE_SWEEP_MINUTES must be a whole number of minutes up to ${MAX_FILE_SWEEP_MINUTES}, or 0 or off (no sweep), got ${JSON.stringify(value)}`);
+    const expected = `a whole number of minutes up to ${MAX_FILE_SWEEP_MINUTES}, or 0 or off (no sweep)`;
+    throw new StartupError(`FILE_SWEEP_MINUTES must be ${expected}, got ${JSON.stringify(value)}`);
   }
   return minutes;
 }

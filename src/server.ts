@@ -43,7 +43,10 @@ export interface RunningServer {
   outbox: OutboxWorker | null;
   /** The periodic file sweep (uploads.md Decision 7); null with FILE_SWEEP_MINUTES=0 or off. */
   fileSweeper: FileSweeper | null;
-  /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight and the file sweep; then closes the database. */
+  /**
+   * Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish,
+   * meanwhile stops the e-mail worker after the e-mail in flight and the file sweep; then closes the database.
+   */
   close(): Promise<void>;
 }
 
@@ -105,10 +108,9 @@ export async function startServer(
     metrics,
     memoryBudget: new MemoryBudget(config.memoryBudget),
   };
-  const fileSweeper =
-    config.fileSweepMinutes > 0
-      ? new FileSweeper(app, { intervalMs: config.fileSweepMinutes * 60_000, directUrl: database.directUrl, sweepFailed: unlessOutage('file sweep failed') })
-      : null;
+  const sweepEvery = config.fileSweepMinutes * 60_000;
+  const sweepFailed = unlessOutage('file sweep failed');
+  const fileSweeper = sweepEvery > 0 ? new FileSweeper(app, { intervalMs: sweepEvery, directUrl: database.directUrl, sweepFailed }) : null;
   const eventReader = new EventReader(database.sql, unlessOutage('reading the event log failed'));
   const eventPolls = new EventPolls(app, eventReader);
   const eventStreams = new EventStreams(app, eventReader);
@@ -116,7 +118,10 @@ export async function startServer(
   app.eventStreams = eventStreams;
   const stopListening = await listenForNotifications(database.directUrl, [...cacheSubscribers(caches), rateLimiter.lockouts, eventPolls]);
   eventPolls.start();
-  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, fileSweeper, events: { streams: eventStreams, polls: eventPolls } });
+  if (metrics) {
+    const events = { streams: eventStreams, polls: eventPolls };
+    instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter, outbox, fileSweeper, events });
+  }
   const { http, graphql } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);

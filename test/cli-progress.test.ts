@@ -18,8 +18,12 @@ test('a bar shows the count of the total, the rate and the time left; unknown to
   expect(renderBar({ name: 'messages', unit: 'rows', done: 12_000, total: 48_000, elapsedMs: 3_000 })).toBe(
     'messages [######------------------]  12,000/48,000 rows  4,000/s, about 9.0 s left',
   );
-  expect(renderBar({ name: 'messages', unit: 'rows', done: 48_000, total: 48_000, elapsedMs: 12_000 })).toBe('messages [########################]  48,000/48,000 rows  4,000/s');
-  expect(renderBar({ name: 'sweep', unit: 'stored files listed', done: 1_500, detail: '3 removed', elapsedMs: 500 })).toBe('sweep  1,500 stored files listed, 3 removed  3,000/s');
+  expect(renderBar({ name: 'messages', unit: 'rows', done: 48_000, total: 48_000, elapsedMs: 12_000 })).toBe(
+    'messages [########################]  48,000/48,000 rows  4,000/s',
+  );
+  expect(renderBar({ name: 'sweep', unit: 'stored files listed', done: 1_500, detail: '3 removed', elapsedMs: 500 })).toBe(
+    'sweep  1,500 stored files listed, 3 removed  3,000/s',
+  );
 });
 
 test('at a terminal: each stage redrawn in place at most every 100 ms, ended on a line of its own', () => {
@@ -56,7 +60,13 @@ test('elsewhere: a line when a stage ends and one every few seconds while it run
   progress.update('stored files', 2, 2, { unit: 'files' });
   progress.line('done');
   expect(r.written()).toBe(
-    ['messages: 10,000/30,000 rows, 2,000/s, about 10.0 s left', 'messages: 30,000 rows in 9.5 s', 'stored files: 2 files in 0.0 s', 'done', ''].join('\n'),
+    [
+      'messages: 10,000/30,000 rows, 2,000/s, about 10.0 s left',
+      'messages: 30,000 rows in 9.5 s',
+      'stored files: 2 files in 0.0 s',
+      'done',
+      '',
+    ].join('\n'),
   );
 });
 
@@ -76,5 +86,7 @@ test('quiet work shows nothing when it ends quickly, and reports once it lasts',
   long.advance(6_000);
   progress.update('sweep', 6_000, undefined, { unit: 'stored files listed', detail: '2 removed' });
   progress.end();
-  expect(long.written()).toBe('sweep: 6,000 stored files listed, 2 removed, 1,000/s\nsweep: 6,000 stored files listed, 2 removed in 6.0 s\n');
+  expect(long.written()).toBe(
+    'sweep: 6,000 stored files listed, 2 removed, 1,000/s\nsweep: 6,000 stored files listed, 2 removed in 6.0 s\n',
+  );
 });

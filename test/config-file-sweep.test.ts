@@ -14,6 +14,7 @@ test('10 minutes unless set; 0 and off turn the sweep off; a week at most', () =
 test('negative, fractional, huge, non-numeric or NUL-carrying values stop the start with one line naming the variable', () => {
   for (const value of ['-1', '1.5', '10081', '99999999999999999999', 'ten', 'OFF', ' 5', '5\u0000', '1e3', '0x10']) {
     expect(() => minutes(value), value).toThrow(StartupError);
-    expect(() => minutes(value), value).toThrow(/^FILE_SWEEP_MINUTES must be a whole number of minutes up to 10080, or 0 or off \(no sweep\), got "[^\n]*"$/);
+    const oneLine = /^FILE_SWEEP_MINUTES must be a whole number of minutes up to 10080, or 0 or off \(no sweep\), got "[^\n]*"$/;
+    expect(() => minutes(value), value).toThrow(oneLine);
   }
 });

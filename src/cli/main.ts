@@ -43,7 +43,8 @@ const commands: Record<string, Command> = {
       const imported = await importOrganization(database.prisma, await readImportFile(path!), {
         replace: values.replace === true,
         storage: await openStorage(loadConfig()),
-        onProgress: (stage, done, total) => progress.update(IMPORT_STAGES[stage], done, total, { unit: stage === 'files' ? 'files' : 'rows' }),
+        onProgress: (stage, done, total) =>
+          progress.update(IMPORT_STAGES[stage], done, total, { unit: stage === 'files' ? 'files' : 'rows' }),
       }).catch((error: unknown) => {
         progress.abandon();
         throw error;
@@ -89,7 +90,10 @@ const commands: Record<string, Command> = {
   },
   'sweep-files': {
     usage: `sweep-files [--grace-minutes ${SWEEP_GRACE_MS / 60_000}]`,
-    summary: `what the server's own file sweep does (FILE_SWEEP_MINUTES), at once: remove stored upload bytes that no file row names (left by a crash or a failed deletion), if older than the grace (default ${SWEEP_GRACE_MS / 60_000} minutes: uploads still being committed are younger)`,
+    summary:
+      "what the server's own file sweep does (FILE_SWEEP_MINUTES), at once: remove stored upload bytes that no file row names " +
+      `(left by a crash or a failed deletion), if older than the grace (default ${SWEEP_GRACE_MS / 60_000} minutes: ` +
+      'uploads still being committed are younger)',
     required: [],
     positionals: 0,
     async run(database, _positionals, values) {
@@ -98,7 +102,10 @@ const commands: Record<string, Command> = {
       const progress = new Progress(process.stderr, { quiet: true });
       const { examined, removed } = await sweepOrphanFiles(
         { prisma: database.prisma, storage: await openStorage(loadConfig()) },
-        { graceMs: graceMinutes * 60_000, onProgress: (p) => progress.update('sweep', p.listed, undefined, { unit: 'stored files listed', detail: `${p.removed} removed` }) },
+        {
+          graceMs: graceMinutes * 60_000,
+          onProgress: (p) => progress.update('sweep', p.listed, undefined, { unit: 'stored files listed', detail: `${p.removed} removed` }),
+        },
       );
       progress.end();
       for (const key of removed) console.log(`removed ${key}`);
@@ -114,7 +121,9 @@ const commands: Record<string, Command> = {
       const worker = new OutboxWorker(database.prisma, createMailTransport(loadConfig()));
       const progress = new Progress(process.stderr, { quiet: true });
       const total = await worker
-        .deliverAllDue((so) => progress.update('deliver-emails', so.sent + so.failed, undefined, { unit: 'attempted', detail: `${so.sent} sent, ${so.failed} failed` }))
+        .deliverAllDue(({ sent, failed }) =>
+          progress.update('deliver-emails', sent + failed, undefined, { unit: 'attempted', detail: `${sent} sent, ${failed} failed` }),
+        )
         .finally(() => worker.stop());
       progress.end();
       console.log(`E-mails delivered: ${total.sent}, failed: ${total.failed} (tried again later). Destination: ${worker.destination}`);
@@ -165,7 +174,8 @@ const IMPORT_STAGES: Record<ImportStage, string> = {
 
 const importSummary = (created: ImportCounts, ms: number) =>
   `Created ${created.users} users, ${created.groups} groups, ${created.channels} channels, ${created.emoji} emoji, ` +
-  `${created.files} files (${created.storedFiles} stored), ${created.messages} messages and ${created.invitations} invitations in ${formatDuration(ms)}.`;
+  `${created.files} files (${created.storedFiles} stored), ${created.messages} messages and ${created.invitations} invitations ` +
+  `in ${formatDuration(ms)}.`;
 
 async function readImportFile(path: string) {
   let json: unknown;

@@ -33,7 +33,8 @@ const TERMINAL_QUIET_MS = 1_000;
 const BAR_WIDTH = 24;
 const count = (n: number) => n.toLocaleString('en-US');
 
-export const formatDuration = (ms: number) => (ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`);
+export const formatDuration = (ms: number) =>
+  ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 
 /** `4,000/s, about 12 s left`: the rate, and the time left when the total is known. */
 function pace(state: StageState): string {
@@ -43,8 +44,9 @@ function pace(state: StageState): string {
   return `${rate}, about ${formatDuration(((state.total - state.done) / perSecond) * 1000)} left`;
 }
 
-const amount = (state: StageState) =>
-  `${count(state.done)}${state.total === undefined ? '' : `/${count(state.total)}`} ${state.unit}${state.detail ? `, ${state.detail}` : ''}`;
+const withDetail = (state: StageState) => `${state.unit}${state.detail ? `, ${state.detail}` : ''}`;
+const ofTotal = (state: StageState) => (state.total === undefined ? '' : `/${count(state.total)}`);
+const amount = (state: StageState) => `${count(state.done)}${ofTotal(state)} ${withDetail(state)}`;
 
 /** The terminal's line: `messages [##########--------------]  12,000/50,000 rows  4,000/s, about 10 s left`. */
 export function renderBar(state: StageState): string {
@@ -57,7 +59,8 @@ export function renderBar(state: StageState): string {
 export const renderRunning = (state: StageState) => `${state.name}: ${amount(state)}, ${pace(state)}`;
 
 /** A plain line when a stage ends: `messages: 50,000 rows in 12.5 s`. */
-export const renderDone = (state: StageState) => `${state.name}: ${count(state.done)} ${state.unit}${state.detail ? `, ${state.detail}` : ''} in ${formatDuration(state.elapsedMs)}`;
+export const renderDone = (state: StageState) =>
+  `${state.name}: ${count(state.done)} ${withDetail(state)} in ${formatDuration(state.elapsedMs)}`;
 
 export class Progress {
   private readonly now: () => number;

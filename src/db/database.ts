@@ -76,7 +76,11 @@ export const FILE_SWEEP_LOCK_KEY = 7_294_015_333;
  * `directUrl` (PostgreSQL itself: through a pooler in transaction mode, the session's lock would go
  * to whoever gets the connection next); it ends with `work`, or with the connection if that drops.
  */
-export async function ifAdvisoryLockFree<T>(directUrl: string, key: number, work: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+export async function ifAdvisoryLockFree<T>(
+  directUrl: string,
+  key: number,
+  work: () => Promise<T>,
+): Promise<{ ran: true; value: T } | { ran: false }> {
   return withClient(directUrl, async (client) => {
     const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [key]);
     if (!rows[0]!.locked) return { ran: false };

@@ -67,7 +67,10 @@ export async function importOrganization(prisma: Prisma, file: OrganizationFile,
   const replaced: string[] = [];
   try {
     const seal = await apiKeySealer(prisma);
-    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), { timeout: IMPORT_TRANSACTION_MS, maxWait: 30_000 });
+    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), {
+      timeout: IMPORT_TRANSACTION_MS,
+      maxWait: 30_000,
+    });
     // Fresh statistics at once, rather than when autovacuum comes by: a large import changes the best plans.
     await prisma.$executeRawUnsafe(`ANALYZE ${ANALYZED_TABLES.join(', ')}`);
     await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
@@ -107,9 +110,12 @@ async function writeOrganization(
   });
   const channelIds = await stage('channels', file.channels.length, () => createChannels(tx, org.id, file, setting, userId));
   await stage('emoji', file.custom_emoji.length, (advance) => createEmoji(tx, org.id, file, userId, advance));
-  const { attachmentIds, pathIds } = await stage('attachments', file.attachments.length, (advance) => createAttachments(tx, org.id, file, userId, advance));
+  const { attachmentIds, pathIds } = await stage('attachments', file.attachments.length, (advance) =>
+    createAttachments(tx, org.id, file, userId, advance),
+  );
   await stage('messages', file.messages.length, (advance) => createMessages(tx, org.id, file, userId, channelIds, attachmentIds, advance));
-  if (options.storage) await stage('files', file.attachments.length, (advance) => storeAttachmentBytes(options.storage!, file, pathIds, written, advance));
+  const storage = options.storage;
+  if (storage) await stage('files', file.attachments.length, (advance) => storeAttachmentBytes(storage, file, pathIds, written, advance));
   await bumpSequences(tx);
   const created = {
     users: file.users.length,
@@ -133,7 +139,13 @@ async function storedFilesOf(tx: Tx, stringId: string): Promise<string[]> {
 const PARALLEL_WRITES = 16;
 
 /** Each imported attachment's bytes: the content the file carried, or zeros of the stated size. */
-async function storeAttachmentBytes(storage: FileStorage, file: OrganizationFile, pathIds: string[], written: string[], advance: (done: number) => void) {
+async function storeAttachmentBytes(
+  storage: FileStorage,
+  file: OrganizationFile,
+  pathIds: string[],
+  written: string[],
+  advance: (done: number) => void,
+) {
   let next = 0;
   let stored = 0;
   let failed = false;
@@ -334,7 +346,11 @@ const SLICE_ROWS = 5_000;
  * Inserts `rows` in slices, one statement each, and returns what each slice returned, in order;
  * `advance` hears how many rows are in after each slice.
  */
-async function inSlices<T, R>(rows: T[], insert: (slice: T[]) => Promise<R[] | { count: number }>, advance: (done: number) => void = () => {}): Promise<R[]> {
+async function inSlices<T, R>(
+  rows: T[],
+  insert: (slice: T[]) => Promise<R[] | { count: number }>,
+  advance: (done: number) => void = () => {},
+): Promise<R[]> {
   const returned: R[] = [];
   for (let i = 0; i < rows.length; i += SLICE_ROWS) {
     const result = await insert(rows.slice(i, i + SLICE_ROWS));
@@ -344,7 +360,9 @@ async function inSlices<T, R>(rows: T[], insert: (slice: T[]) => Promise<R[] | {
   return returned;
 }
 
-async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number, advance: (done: number) => void) {
+type Advance = (done: number) => void;
+
+async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number, advance: Advance) {
   await inSlices(file.custom_emoji, (slice) => tx.customEmoji.createMany({
     data: slice.map((e) => ({
       id: e.id,
@@ -357,7 +375,13 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
   }), advance);
 }
 
-async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number, advance: (done: number) => void) {
+async function createAttachments(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  userId: (email: string) => number,
+  advance: Advance,
+) {
   const data = file.attachments.map((a) => ({
     id: a.id,
     organizationId,

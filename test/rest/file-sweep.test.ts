@@ -37,7 +37,8 @@ describe.each(STORAGE_KINDS)('the file sweep (%s storage)', (kind) => {
       const key = `files/${stuck.body.url.slice('/user_uploads/'.length)}`;
       const { id } = await app.prisma.attachment.findUniqueOrThrow({ where: { pathId: key.slice('files/'.length) } });
       const restore = await uploads.interruptStorage();
-      const deleted = await fetch(`${url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization: world.users.member.auth } });
+      const authorization = world.users.member.auth;
+      const deleted = await fetch(`${url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization } });
       expect({ status: deleted.status, body: await deleted.json() }).toEqual({ status: 200, body: { result: 'success', msg: '' } });
       await restore();
       expect(await uploads.storedKeys()).toContain(key);
@@ -97,7 +98,7 @@ describe.each(STORAGE_KINDS)('the file sweep (%s storage)', (kind) => {
   });
 });
 
-test('the timer sweeps by itself (counted in teamchat_file_sweep_removed_total); stopping the server waits for the sweep in flight', async () => {
+test('the timer sweeps by itself (teamchat_file_sweep_removed_total counts it); the server stops after the sweep in flight', async () => {
   // A turn every 30 ms (FILE_SWEEP_MINUTES itself takes whole minutes); the orphan is dated back past the grace.
   const server = await startTestServer({ fileSweepMinutes: 0.0005, metrics: { token: METRICS_TOKEN } });
   const { app, url } = server;

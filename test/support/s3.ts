@@ -48,7 +48,8 @@ export async function startTestS3(bucket = 'teamchat-uploads', options: { unchec
       configureBuckets: [{ name: bucket }],
       allowMismatchedSignatures: options.uncheckedSignatures ?? false,
     });
-    started.on('event', ({ Records: [record] }: { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] }) => {
+    type Notification = { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] };
+    started.on('event', ({ Records: [record] }: Notification) => {
       const { key, size, eTag } = record!.s3.object;
       events.push({ name: record!.eventName, key, size, eTag });
     });

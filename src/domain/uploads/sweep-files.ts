@@ -36,7 +36,10 @@ export interface SweepOptions {
   onProgress?(progress: { listed: number; examined: number; removed: number }): void;
 }
 
-export async function sweepOrphanFiles(app: { prisma: Prisma; storage: FileStorage }, { graceMs, now = new Date(), signal, onProgress }: SweepOptions): Promise<SweepResult> {
+export async function sweepOrphanFiles(
+  app: { prisma: Prisma; storage: FileStorage },
+  { graceMs, now = new Date(), signal, onProgress }: SweepOptions,
+): Promise<SweepResult> {
   const olderThan = now.getTime() - graceMs;
   const result: SweepResult = { examined: 0, removed: [] };
   let listed = 0;
