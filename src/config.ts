@@ -69,6 +69,8 @@ export interface Config {
   maxSubscriptions: number;
   /** Traces over OTLP (src/tracing/setup.ts, which reads the other OTEL_* variables through the SDK); off without an endpoint. */
   tracing: boolean;
+  /** Minutes between two runs of the file sweep (FILE_SWEEP_MINUTES, one process of the fleet at a time); 0: none. */
+  fileSweepMinutes: number;
 }
 
 export interface MetricsConfig {
@@ -136,6 +138,20 @@ function onOrOff(name: string, value: string | undefined, fallback: boolean): bo
   if (value === undefined || value === '') return fallback;
   if (value === 'on' || value === 'off') return value === 'on';
   throw new StartupError(`${name} must be on or off, got ${JSON.stringify(value)}`);
+}
+
+/** A week at most: beyond about 24 days a Node timer would fire at once. */
+const MAX_FILE_SWEEP_MINUTES = 10_080;
+
+function fileSweepMinutes(value: string | undefined): number {
+  if (value === undefined || value === '') return 10;
+  if (value === 'off') return 0;
+  const minutes = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
+  if (!(minutes <= MAX_FILE_SWEEP_MINUTES)) {
+    const expected = `a whole number of minutes up to ${MAX_FILE_SWEEP_MINUTES}, or 0 or off (no sweep)`;
+    throw new StartupError(`FILE_SWEEP_MINUTES must be ${expected}, got ${JSON.stringify(value)}`);
+  }
+  return minutes;
 }
 
 /** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */
@@ -262,5 +278,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
     tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
       && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
+    fileSweepMinutes: fileSweepMinutes(env.FILE_SWEEP_MINUTES),
   };
 }

@@ -1,5 +1,5 @@
 // Starts the application on a port: listening socket first (so a taken port fails before anything
-// is written), then the data directory, the database (migrated), services, e-mail worker.
+// is written), then the data directory, the database (migrated), services, e-mail worker, file sweep.
 import type { Server } from 'node:http';
 import { openStorage } from './storage/open-storage.js';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +12,8 @@ import { listenForNotifications } from './db/notifications.js';
 import { EndedSessions } from './domain/auth/ended-sessions.js';
 import { createMailTransport } from './domain/email/transport.js';
 import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
+import { FileSweeper } from './domain/uploads/file-sweeper.js';
+import { REQUEST_ARRIVAL_LIMIT_MS } from './domain/uploads/upload-file.js';
 import { prepareDataDir } from './data-dir.js';
 import { createApp } from './http/app.js';
 import { DatabaseStatus } from './http/database-status.js';
@@ -35,7 +37,12 @@ export interface RunningServer {
   databaseStatus: DatabaseStatus;
   /** Null when started with `outbox: false` or EMAIL_WORKER=off. */
   outbox: OutboxWorker | null;
-  /** Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish, meanwhile stops the e-mail worker after the e-mail in flight; then closes the database. */
+  /** The periodic file sweep (uploads.md Decision 7); null with FILE_SWEEP_MINUTES=0 or off. */
+  fileSweeper: FileSweeper | null;
+  /**
+   * Stops accepting connections (draining: /readyz answers 503) and lets requests in flight finish,
+   * meanwhile stops the e-mail worker after the e-mail in flight and the file sweep; then closes the database.
+   */
   close(): Promise<void>;
 }
 
@@ -99,10 +106,16 @@ export async function startServer(
   const finishSignOuts = () => app.endedSessions?.flush(app.sql).catch(unlessOutage('ending signed-out sessions failed'));
   databaseStatus.onAvailableAgain(finishSignOuts);
   void finishSignOuts();
+  const sweepEvery = config.fileSweepMinutes * 60_000;
+  const sweepFailed = unlessOutage('file sweep failed');
+  const fileSweeper = sweepEvery > 0 ? new FileSweeper(app, { intervalMs: sweepEvery, directUrl: database.directUrl, sweepFailed }) : null;
   const { eventPolls, eventStreams } = app;
   const stopListening = await listenForNotifications(database.directUrl, notificationSubscribers(app));
   eventPolls.start();
-  if (metrics) instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter: app.rateLimiter, outbox, events: { streams: eventStreams, polls: eventPolls } });
+  if (metrics) {
+    const events = { streams: eventStreams, polls: eventPolls };
+    instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter: app.rateLimiter, outbox, fileSweeper, events });
+  }
   const { http, graphql, secureRequest } = createApp(app, { draining: () => draining }, databaseStatus);
   handle = (request, env) => http.fetch(request, env);
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
@@ -114,6 +127,7 @@ export async function startServer(
     draining: () => draining,
   });
   outbox?.start();
+  fileSweeper?.start();
   const { port } = server.address() as AddressInfo;
   const opened = database;
   return {
@@ -123,14 +137,16 @@ export async function startServer(
     database: opened,
     databaseStatus,
     outbox,
+    fileSweeper,
     async close() {
       // /readyz answers 503 on the connections still open while requests in flight finish.
       draining = true;
       // Waiting long polls are answered and subscriptions end at once: a drain never waits for one.
       eventStreams.close();
       await Promise.all([eventPolls.close(), closeWebSockets()]);
-      // The worker stops at once (its queued mail waits for the next process), not after the requests.
-      await Promise.all([closeServer(server), outbox?.stop()]);
+      // The worker stops at once (its queued mail waits for the next process), not after the requests;
+      // so does the file sweep (a sweep in progress stops after its current batch).
+      await Promise.all([closeServer(server), outbox?.stop(), fileSweeper?.stop()]);
       if (metricsServer) await closeServer(metricsServer);
       await stopListening();
       databaseStatus.stop();
@@ -147,7 +163,9 @@ type Handler = (request: Request, env?: unknown) => Response | Promise<Response>
 
 /** `variable` names the setting that chose the port (PORT or METRICS_PORT) in the start-up error. */
 async function listen(host: string, port: number, variable: string, fetch: Handler): Promise<Server> {
-  const server = createAdaptorServer({ fetch }) as Server;
+  // A request arrives whole within REQUEST_ARRIVAL_LIMIT_MS or is cut (408): an upload's stored bytes
+  // wait for their row at most that long plus the commit, the file sweep's grace (upload-file.ts).
+  const server = createAdaptorServer({ fetch, serverOptions: { requestTimeout: REQUEST_ARRIVAL_LIMIT_MS } }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;

@@ -1,11 +1,15 @@
 // The administrator CLI as users run it (`node dist/cli/main.js`, what `npm run cli --` runs), on an
 // embedded database of its own: it starts PostgreSQL itself when no server runs, and stops it after.
-// It creates DATA_DIR as the server does, and every failure is one line (the stack with --debug).
+// It creates DATA_DIR as the server does, every failure is one line (the stack with --debug), and the
+// import shows its progress on standard error (plain lines, or bars at a terminal) and a summary.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { listeningUrl, runCli, runCliWithInput, startServerProcess, stopServerProcess } from './support/process.js';
+import { environment, listeningUrl, runCli, runCliWithInput, startServerProcess, stopServerProcess } from './support/process.js';
 import { exampleOrganization } from './support/world.js';
 
 let scratch: string;
@@ -54,12 +58,25 @@ describe('help and usage errors (no database needed)', () => {
   });
 });
 
+/** The import's plain progress lines for the example organization, without their times, and its summary. */
+const STAGES = ['users: 7', 'groups: 3', 'channels: 4', 'emoji: 3', 'files: 3', 'messages: 3'].map((stage) => `${stage} rows`).concat('stored files: 3 files');
+const SUMMARY = String.raw`Created 7 users, 3 groups, 4 channels, 3 emoji, 3 files \(3 stored\), 3 messages and 0 invitations`;
+
 describe('commands on the embedded database', () => {
   test('import before any server ever ran creates DATA_DIR; then create-user, reset-api-key and list-organizations; the embedded PostgreSQL is stopped afterwards', async () => {
     await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
     const good = join(scratch, 'good.json');
     await writeFile(good, JSON.stringify(exampleOrganization()));
-    expect(await cli('import', good)).toEqual({ code: 0, stdout: '7 lighthouse\n', stderr: `Creating the embedded PostgreSQL database in ${dataDir}/postgres ...\n` });
+    const imported = await cli('import', good);
+    expect(imported).toMatchObject({ code: 0, stdout: '7 lighthouse\n' });
+    // Not at a terminal: a plain line per stage (the file is too small for the lines every few seconds), then the summary.
+    const seconds = String.raw`\d+\.\d s`;
+    expect(imported.stderr.split('\n')).toEqual([
+      `Creating the embedded PostgreSQL database in ${dataDir}/postgres ...`,
+      ...STAGES.map((stage) => expect.stringMatching(new RegExp(`^${stage} in ${seconds}$`))),
+      expect.stringMatching(new RegExp(`^${SUMMARY} in ${seconds}\\.$`)),
+      '',
+    ]);
     expect((await stat(dataDir)).isDirectory()).toBe(true);
 
     const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
@@ -68,6 +85,18 @@ describe('commands on the embedded database', () => {
     expect(await cli('reset-api-key', '--org', 'lighthouse', '--email', 'ghost@lighthouse.example')).toMatchObject({ code: 1, stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
     expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
     await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
+  }, 120_000);
+
+  const withScript = test.skipIf(!existsSync('/usr/bin/script'));
+  withScript('at a terminal (a pseudo-terminal: script(1)), the import draws a bar per stage in place, then the summary', async () => {
+    const file = join(scratch, 'good.json');
+    const command = `${process.execPath} dist/cli/main.js import --replace ${file}`;
+    const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: environment({ DATA_DIR: dataDir }) });
+    const drawn = stdout.split('\r\x1b[2K');
+    expect(drawn).toContainEqual('users [------------------------]  0/7 rows  0/s');
+    expect(drawn).toContainEqual(expect.stringMatching(/^messages \[#{24}\] {2}3\/3 rows {2}\d+\/s {2}in \d+\.\d s\r\n$/));
+    const lastBar = String.raw`stored files \[#{24}\] {2}3\/3 files {2}\d+\/s {2}in \d+\.\d s`;
+    expect(drawn.at(-1)).toMatch(new RegExp(`^${lastBar}\r\n${SUMMARY} in \\d+\\.\\d s\\.\r\n7 lighthouse\r\n$`));
   }, 120_000);
 
   test('set-password reads one line of standard input; refuses a weak one, one with NUL, a bot, an unknown account', async () => {
@@ -131,14 +160,20 @@ describe('failures are one line and exit status 1', () => {
     await writeFile(file, JSON.stringify(withFile));
     const env = { DATA_DIR: dataDir, UPLOADS_DIR: '/etc/passwd/uploads' };
     const failed = await runCli(env, 'import', file);
+    // After the progress of the stages that were written (none of it committed), the reason.
     expect(failed).toEqual({
       code: 1,
       stdout: '',
-      stderr: expect.stringMatching(/^Failed: File storage could not write files\/\S+\/a\.txt \(run again with --debug for details\)\n$/),
+      stderr: expect.stringMatching(
+        new RegExp(
+          String.raw`^(Creating .*\n)?users: 1 rows in \d+\.\d s\n(.*\n)*` +
+            String.raw`Failed: File storage could not write files/\S+/a\.txt \(run again with --debug for details\)\n$`,
+        ),
+      ),
     });
     const debug = await runCli(env, 'import', file, '--debug');
     expect(debug.code).toBe(1);
-    expect(debug.stderr).toMatch(/^StorageError: File storage could not write files\/\S+\/a\.txt\n {4}at /);
+    expect(debug.stderr).toMatch(/\nStorageError: File storage could not write files\/\S+\/a\.txt\n {4}at /);
     expect((await cli('list-organizations')).stdout).not.toContain('files');
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 // Administrator command line: npm run cli -- <command> [options]. It works while the server runs
 // (same database) and, on the embedded database with the server down, starts PostgreSQL itself.
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { inspect, parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { prepareDataDir } from '../data-dir.js';
@@ -8,12 +9,14 @@ import { databaseOptionsFor, openDatabase, type Database } from '../db/database.
 import { DomainError } from '../domain/errors.js';
 import { importOrganization } from '../import/import-organization.js';
 import { openStorage } from '../storage/open-storage.js';
-import { sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
+import { SWEEP_GRACE_MS, sweepOrphanFiles } from '../domain/uploads/sweep-files.js';
 import { createMailTransport } from '../domain/email/transport.js';
 import { OutboxWorker } from '../domain/email/worker.js';
 import { parseOrganizationFile } from '../import/organization-file.js';
 import { createUser, resetApiKey, setPasswordByAddress } from '../import/users.js';
 import { readPasswordLine } from './password-input.js';
+import { formatDuration, Progress } from './progress.js';
+import type { ImportCounts, ImportStage } from '../import/import-organization.js';
 import { StartupError } from '../startup-error.js';
 
 type Values = Record<string, string | boolean | undefined>;
@@ -35,10 +38,18 @@ const commands: Record<string, Command> = {
     required: [],
     positionals: 1,
     async run(database, [path], values) {
+      const started = performance.now();
+      const progress = new Progress();
       const imported = await importOrganization(database.prisma, await readImportFile(path!), {
         replace: values.replace === true,
         storage: await openStorage(loadConfig()),
+        onProgress: (stage, done, total) =>
+          progress.update(IMPORT_STAGES[stage], done, total, { unit: stage === 'files' ? 'files' : 'rows' }),
+      }).catch((error: unknown) => {
+        progress.abandon();
+        throw error;
       });
+      progress.line(importSummary(imported.created, performance.now() - started));
       console.log(`${imported.id} ${imported.stringId}`);
     },
   },
@@ -78,14 +89,25 @@ const commands: Record<string, Command> = {
     },
   },
   'sweep-files': {
-    usage: 'sweep-files [--grace-minutes 60]',
-    summary: 'remove stored upload bytes that no file row names (left by a crash or a failed deletion), if older than the grace (default 60 minutes; uploads still being committed are younger)',
+    usage: `sweep-files [--grace-minutes ${SWEEP_GRACE_MS / 60_000}]`,
+    summary:
+      "what the server's own file sweep does (FILE_SWEEP_MINUTES), at once: remove stored upload bytes that no file row names " +
+      `(left by a crash or a failed deletion), if older than the grace (default ${SWEEP_GRACE_MS / 60_000} minutes: ` +
+      'uploads still being committed are younger)',
     required: [],
     positionals: 0,
     async run(database, _positionals, values) {
-      const graceMinutes = Number(values['grace-minutes'] ?? 60);
+      const graceMinutes = Number(values['grace-minutes'] ?? SWEEP_GRACE_MS / 60_000);
       if (!Number.isFinite(graceMinutes) || graceMinutes < 0) throw new UsageError('sweep-files: --grace-minutes must be a number of minutes, 0 or more.');
-      const { examined, removed } = await sweepOrphanFiles({ prisma: database.prisma, storage: await openStorage(loadConfig()) }, { graceMs: graceMinutes * 60_000 });
+      const progress = new Progress(process.stderr, { quiet: true });
+      const { examined, removed } = await sweepOrphanFiles(
+        { prisma: database.prisma, storage: await openStorage(loadConfig()) },
+        {
+          graceMs: graceMinutes * 60_000,
+          onProgress: (p) => progress.update('sweep', p.listed, undefined, { unit: 'stored files listed', detail: `${p.removed} removed` }),
+        },
+      );
+      progress.end();
       for (const key of removed) console.log(`removed ${key}`);
       console.log(`${examined} stored files older than ${graceMinutes} minutes examined, ${removed.length} without a row removed`);
     },
@@ -97,7 +119,13 @@ const commands: Record<string, Command> = {
     positionals: 0,
     async run(database) {
       const worker = new OutboxWorker(database.prisma, createMailTransport(loadConfig()));
-      const total = await worker.deliverAllDue().finally(() => worker.stop());
+      const progress = new Progress(process.stderr, { quiet: true });
+      const total = await worker
+        .deliverAllDue(({ sent, failed }) =>
+          progress.update('deliver-emails', sent + failed, undefined, { unit: 'attempted', detail: `${sent} sent, ${failed} failed` }),
+        )
+        .finally(() => worker.stop());
+      progress.end();
       console.log(`E-mails delivered: ${total.sent}, failed: ${total.failed} (tried again later). Destination: ${worker.destination}`);
     },
   },
@@ -132,6 +160,22 @@ function usage(): string {
 const commandUsage = (name: string) => `Usage: npm run cli -- ${commands[name]!.usage}\n  ${commands[name]!.summary}\n`;
 
 class UsageError extends Error {}
+
+/** The import's stages as its progress names them. */
+const IMPORT_STAGES: Record<ImportStage, string> = {
+  users: 'users',
+  groups: 'groups',
+  channels: 'channels',
+  emoji: 'emoji',
+  attachments: 'files',
+  messages: 'messages',
+  files: 'stored files',
+};
+
+const importSummary = (created: ImportCounts, ms: number) =>
+  `Created ${created.users} users, ${created.groups} groups, ${created.channels} channels, ${created.emoji} emoji, ` +
+  `${created.files} files (${created.storedFiles} stored), ${created.messages} messages and ${created.invitations} invitations ` +
+  `in ${formatDuration(ms)}.`;
 
 async function readImportFile(path: string) {
   let json: unknown;

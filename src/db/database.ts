@@ -67,6 +67,30 @@ export const POOL_SIZE = 10;
 // Constants shared by every process of this application.
 const MIGRATION_LOCK_KEY = 7_294_015_331;
 const SERVER_LOCK_KEY = 7_294_015_332;
+/** Held by the process that runs the file sweep (src/domain/uploads/file-sweeper.ts). */
+export const FILE_SWEEP_LOCK_KEY = 7_294_015_333;
+
+/**
+ * Runs `work` under the session-level advisory lock `key` when no other session holds it; when one
+ * does, returns at once without running it. The lock's session is a connection of its own to
+ * `directUrl` (PostgreSQL itself: through a pooler in transaction mode, the session's lock would go
+ * to whoever gets the connection next); it ends with `work`, or with the connection if that drops.
+ */
+export async function ifAdvisoryLockFree<T>(
+  directUrl: string,
+  key: number,
+  work: () => Promise<T>,
+): Promise<{ ran: true; value: T } | { ran: false }> {
+  return withClient(directUrl, async (client) => {
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [key]);
+    if (!rows[0]!.locked) return { ran: false };
+    try {
+      return { ran: true, value: await work() };
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+    }
+  });
+}
 
 /** Where the pool connects, and where sessions of their own go (the same URL without a pooler). */
 interface ConnectionUrls {

@@ -5,6 +5,7 @@ import { apiKeyColumns, apiKeySealer, type ApiKeySealer } from '../domain/users/
 import { DomainError } from '../domain/errors.js';
 import { insertAttachments } from '../domain/attachments/upload-space.js';
 import { fileKey, newPathId } from '../domain/uploads/paths.js';
+import { IMPORT_TRANSACTION_MS } from '../domain/uploads/upload-file.js';
 import type { FileStorage } from '../storage/storage.js';
 import { Readable } from 'node:stream';
 import { fitName, sanitizeName } from '../domain/uploads/file-names.js';
@@ -17,7 +18,28 @@ export interface ImportedOrganization {
   stringId: string;
   /** API keys by lower-case e-mail, including the generated ones (shown once). */
   apiKeys: Map<string, string>;
+  /** What the import created (the users of the file; groups: the file's named groups). */
+  created: ImportCounts;
 }
+
+export interface ImportCounts {
+  users: number;
+  groups: number;
+  channels: number;
+  emoji: number;
+  /** Attachment rows; `storedFiles` of them had their bytes written. */
+  files: number;
+  storedFiles: number;
+  messages: number;
+  /** Always 0: the format carries no invitations. */
+  invitations: 0;
+}
+
+/** The import's stages, in order; `files` writes the attachments' bytes. */
+export type ImportStage = 'users' | 'groups' | 'channels' | 'emoji' | 'attachments' | 'messages' | 'files';
+
+/** How far a stage has come: `done` of `total` rows (files for `files`). */
+export type ImportProgress = (stage: ImportStage, done: number, total: number) => void;
 
 export const SYSTEM_BOTS = [
   { systemBot: 'notification', email: 'notification-bot@zulip.com', fullName: 'Notification Bot' },
@@ -36,6 +58,8 @@ export interface ImportOptions {
    * of `size` zero bytes. Without a storage only the rows are written (test worlds).
    */
   storage?: FileStorage;
+  /** Told as each stage starts and advances (a progress display). */
+  onProgress?: ImportProgress;
 }
 
 export async function importOrganization(prisma: DatabaseClient, file: OrganizationFile, options: ImportOptions = {}): Promise<ImportedOrganization> {
@@ -43,7 +67,10 @@ export async function importOrganization(prisma: DatabaseClient, file: Organizat
   const replaced: string[] = [];
   try {
     const seal = await apiKeySealer(prisma);
-    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), { timeout: 300_000, maxWait: 30_000 });
+    const imported = await prisma.$transaction((tx) => writeOrganization(tx, file, options, seal, written, replaced), {
+      timeout: IMPORT_TRANSACTION_MS,
+      maxWait: 30_000,
+    });
     // Fresh statistics at once, rather than when autovacuum comes by: a large import changes the best plans.
     await prisma.$executeRawUnsafe(`ANALYZE ${ANALYZED_TABLES.join(', ')}`);
     await Promise.all(replaced.map((key) => options.storage!.delete(key).catch(() => false)));
@@ -62,22 +89,45 @@ async function writeOrganization(
   written: string[],
   replaced: string[],
 ): Promise<ImportedOrganization> {
+  const progress = options.onProgress ?? (() => {});
+  /** Runs a stage of `total` rows, told as they are written (`advance`), and reported whole at its end. */
+  const stage = async <T>(name: ImportStage, total: number, work: (advance: (done: number) => void) => Promise<T>): Promise<T> => {
+    progress(name, 0, total);
+    const result = await work((done) => progress(name, done, total));
+    progress(name, total, total);
+    return result;
+  };
   if (options.storage) replaced.push(...(await storedFilesOf(tx, file.organization.string_id)));
   await removeExisting(tx, file.organization.string_id, options.replace ?? false);
   const org = await createOrganizationRow(tx, file);
   const groupIds = await createSystemGroups(tx, org.id);
-  const { userIds, apiKeys } = await createUsers(tx, org.id, file, seal);
+  const { userIds, apiKeys } = await stage('users', file.users.length, () => createUsers(tx, org.id, file, seal));
   const userId = (email: string) => userIds.get(email.toLowerCase())!;
-  await createNamedGroups(tx, org.id, file, groupIds, userId);
   const setting = (value: GroupSettingValue) => resolveGroupSetting(tx, org.id, value, groupIds, userId);
-  await applyGroupSettings(tx, org.id, file, groupIds, setting);
-  const channelIds = await createChannels(tx, org.id, file, setting, userId);
-  await createEmoji(tx, org.id, file, userId);
-  const { attachmentIds, pathIds } = await createAttachments(tx, org.id, file, userId);
-  await createMessages(tx, org.id, file, userId, channelIds, attachmentIds);
-  if (options.storage) await storeAttachmentBytes(options.storage, file, pathIds, written);
+  await stage('groups', file.user_groups.length, async () => {
+    await createNamedGroups(tx, org.id, file, groupIds, userId);
+    await applyGroupSettings(tx, org.id, file, groupIds, setting);
+  });
+  const channelIds = await stage('channels', file.channels.length, () => createChannels(tx, org.id, file, setting, userId));
+  await stage('emoji', file.custom_emoji.length, (advance) => createEmoji(tx, org.id, file, userId, advance));
+  const { attachmentIds, pathIds } = await stage('attachments', file.attachments.length, (advance) =>
+    createAttachments(tx, org.id, file, userId, advance),
+  );
+  await stage('messages', file.messages.length, (advance) => createMessages(tx, org.id, file, userId, channelIds, attachmentIds, advance));
+  const storage = options.storage;
+  if (storage) await stage('files', file.attachments.length, (advance) => storeAttachmentBytes(storage, file, pathIds, written, advance));
   await bumpSequences(tx);
-  return { id: org.id, stringId: org.stringId, apiKeys };
+  const created = {
+    users: file.users.length,
+    groups: file.user_groups.length,
+    channels: file.channels.length,
+    emoji: file.custom_emoji.length,
+    files: file.attachments.length,
+    storedFiles: options.storage ? file.attachments.length : 0,
+    messages: file.messages.length,
+    invitations: 0 as const,
+  };
+  return { id: org.id, stringId: org.stringId, apiKeys, created };
 }
 
 async function storedFilesOf(tx: Tx, stringId: string): Promise<string[]> {
@@ -89,8 +139,15 @@ async function storedFilesOf(tx: Tx, stringId: string): Promise<string[]> {
 const PARALLEL_WRITES = 16;
 
 /** Each imported attachment's bytes: the content the file carried, or zeros of the stated size. */
-async function storeAttachmentBytes(storage: FileStorage, file: OrganizationFile, pathIds: string[], written: string[]) {
+async function storeAttachmentBytes(
+  storage: FileStorage,
+  file: OrganizationFile,
+  pathIds: string[],
+  written: string[],
+  advance: (done: number) => void,
+) {
   let next = 0;
+  let stored = 0;
   let failed = false;
   const writeNext = async (): Promise<void> => {
     for (let i = next++; i < file.attachments.length && !failed; i = next++) {
@@ -100,6 +157,7 @@ async function storeAttachmentBytes(storage: FileStorage, file: OrganizationFile
       written.push(key);
       if (a.content_base64 !== undefined) await storage.write(key, Readable.from([Buffer.from(a.content_base64, 'base64')]), type);
       else await storage.writePlaceholder(key, a.size, type);
+      advance(++stored);
     }
   };
   // Every writer stops before the error is thrown, so the caller's clean-up sees every file written.
@@ -284,17 +342,27 @@ async function createChannels(
 /** Rows per bulk insert: large files (hundreds of thousands of rows) stay within bounded memory. */
 const SLICE_ROWS = 5_000;
 
-/** Inserts `rows` in slices, one statement each, and returns what each slice returned, in order. */
-async function inSlices<T, R>(rows: T[], insert: (slice: T[]) => Promise<R[] | { count: number }>): Promise<R[]> {
+/**
+ * Inserts `rows` in slices, one statement each, and returns what each slice returned, in order;
+ * `advance` hears how many rows are in after each slice.
+ */
+async function inSlices<T, R>(
+  rows: T[],
+  insert: (slice: T[]) => Promise<R[] | { count: number }>,
+  advance: (done: number) => void = () => {},
+): Promise<R[]> {
   const returned: R[] = [];
   for (let i = 0; i < rows.length; i += SLICE_ROWS) {
     const result = await insert(rows.slice(i, i + SLICE_ROWS));
     if (Array.isArray(result)) returned.push(...result);
+    advance(Math.min(i + SLICE_ROWS, rows.length));
   }
   return returned;
 }
 
-async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
+type Advance = (done: number) => void;
+
+async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number, advance: Advance) {
   await inSlices(file.custom_emoji, (slice) => tx.customEmoji.createMany({
     data: slice.map((e) => ({
       id: e.id,
@@ -304,10 +372,16 @@ async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFil
       deactivated: e.deactivated,
       fileName: e.file_name ?? `${e.name}.png`,
     })),
-  }));
+  }), advance);
 }
 
-async function createAttachments(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number) {
+async function createAttachments(
+  tx: Tx,
+  organizationId: number,
+  file: OrganizationFile,
+  userId: (email: string) => number,
+  advance: Advance,
+) {
   const data = file.attachments.map((a) => ({
     id: a.id,
     organizationId,
@@ -318,7 +392,7 @@ async function createAttachments(tx: Tx, organizationId: number, file: Organizat
     createTime: fromUnix(a.create_time),
     pathId: a.path_id ?? newPathId(organizationId, fitName(sanitizeName(a.name))),
   }));
-  const rows = await inSlices(data, (slice) => insertAttachments(tx, organizationId, slice));
+  const rows = await inSlices(data, (slice) => insertAttachments(tx, organizationId, slice), advance);
   // File ids map to database ids (the same when the file gave them).
   return { attachmentIds: new Map(file.attachments.map((a, i) => [a.id ?? -1, rows[i]!.id])), pathIds: data.map((d) => d.pathId) };
 }
@@ -330,6 +404,7 @@ async function createMessages(
   userId: (email: string) => number,
   channelIds: Map<string, number>,
   attachmentIds: Map<number, number>,
+  advance: (done: number) => void,
 ) {
   const rows = await inSlices(file.messages, (slice) => tx.message.createManyAndReturn({
     data: slice.map((m) => ({
@@ -342,7 +417,7 @@ async function createMessages(
       dateSent: fromUnix(m.date_sent),
     })),
     select: { id: true },
-  }));
+  }), advance);
   const messageId = (i: number) => rows[i]!.id;
   await tx.directMessageRecipient.createMany({
     data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Sql } from '../db/sql.js';
 import type { RateLimiter } from '../domain/auth/rate-limit.js';
 import type { OutboxWorker } from '../domain/email/worker.js';
+import type { FileSweeper } from '../domain/uploads/file-sweeper.js';
 import type { Logger } from '../logging.js';
 import { observeOutbox, observePool } from './database.js';
 import { observeEvents } from './events.js';
@@ -23,6 +24,7 @@ interface InstrumentedParts {
   sql: Sql;
   rateLimiter: RateLimiter;
   outbox: OutboxWorker | null;
+  fileSweeper: FileSweeper | null;
   /** Open subscriptions and waiting long polls (their `size`). */
   events: Parameters<typeof observeEvents>[1];
 }
@@ -33,4 +35,5 @@ export function instrumentServer(metrics: ServerMetrics, parts: InstrumentedPart
   observeEvents(metrics, parts.events);
   parts.rateLimiter.onRefusal = (kind) => metrics.rateLimitRefusals.inc({ kind });
   if (parts.outbox) reportDeliveries(parts.outbox, metrics);
+  if (parts.fileSweeper) parts.fileSweeper.onRemoved = (count) => metrics.filesSwept.inc(count);
 }

@@ -52,6 +52,14 @@ export class ServerMetrics {
     registers: [this.registry],
   });
 
+  readonly filesSwept = new Counter({
+    name: 'teamchat_file_sweep_removed_total',
+    help:
+      "Stored upload files this process's file sweep removed: bytes no file row names " +
+      "(a crash before an upload's commit, a deletion whose storage step failed)",
+    registers: [this.registry],
+  });
+
   private readonly scrapeHooks: ScrapeHook[] = [];
 
   constructor(private readonly onScrapeError: (error: unknown) => void) {

@@ -23,6 +23,8 @@ export interface TestS3 {
   events: S3Event[];
   /** Every object key in the bucket, and any other file the server keeps there (unfinished multipart uploads). */
   storedKeys(): Promise<string[]>;
+  /** Stops the server, keeping what it stored; the function returned starts it again on the same port. */
+  interrupt(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -36,20 +38,24 @@ const OBJECT_SIDECAR = /\._S3rver_(metadata\.json|object\.md5)$/;
  */
 export async function startTestS3(bucket = 'teamchat-uploads', options: { uncheckedSignatures?: boolean } = {}): Promise<TestS3> {
   const directory = await mkdtemp(join(tmpdir(), 'teamchat-s3-'));
-  const server = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory,
-    configureBuckets: [{ name: bucket }],
-    allowMismatchedSignatures: options.uncheckedSignatures ?? false,
-  });
   const events: S3Event[] = [];
-  server.on('event', ({ Records: [record] }: { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] }) => {
-    const { key, size, eTag } = record!.s3.object;
-    events.push({ name: record!.eventName, key, size, eTag });
-  });
-  const { port } = (await server.run()) as AddressInfo;
+  const serve = async (onPort: number) => {
+    const started = new S3rver({
+      address: '127.0.0.1',
+      port: onPort,
+      silent: true,
+      directory,
+      configureBuckets: [{ name: bucket }],
+      allowMismatchedSignatures: options.uncheckedSignatures ?? false,
+    });
+    type Notification = { Records: { eventName: string; s3: { object: { key: string; size: number; eTag: string } } }[] };
+    started.on('event', ({ Records: [record] }: Notification) => {
+      const { key, size, eTag } = record!.s3.object;
+      events.push({ name: record!.eventName, key, size, eTag });
+    });
+    return { started, port: ((await started.run()) as AddressInfo).port };
+  };
+  let { started: server, port } = await serve(0);
   return {
     events,
     config: {
@@ -68,6 +74,12 @@ export async function startTestS3(bucket = 'teamchat-uploads', options: { unchec
         .filter((e) => e.isFile() && !OBJECT_SIDECAR.test(e.name))
         .map((e) => relative(root, join(e.parentPath, e.name)).replace(OBJECT, ''))
         .sort();
+    },
+    async interrupt() {
+      await server.close();
+      return async () => {
+        ({ started: server, port } = await serve(port));
+      };
     },
     async close() {
       await server.close();

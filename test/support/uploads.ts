@@ -1,6 +1,6 @@
 // Uploading over HTTP as browsers and curl do (multipart/form-data), servers on either storage
 // backend, and what a storage holds (to check that refused uploads leave nothing behind).
-import { readdir, rm, writeFile } from 'node:fs/promises';
+import { readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { startTestS3, type S3Event, type TestS3 } from './s3.js';
@@ -45,6 +45,8 @@ export interface UploadServer {
   s3Events(): S3Event[];
   /** Makes every storage operation fail from now on: the directory becomes a file, the S3 server stops. */
   breakStorage(): Promise<void>;
+  /** Makes every storage operation fail until the function returned is called (nothing stored is lost). */
+  interruptStorage(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -69,6 +71,16 @@ export async function startUploadServer(
         await s3!.close();
         s3 = undefined;
       }
+    },
+    async interruptStorage() {
+      if (s3) return s3.interrupt();
+      const directory = directoryOf(server);
+      await rename(directory, `${directory}.away`);
+      await writeFile(directory, 'not a directory');
+      return async () => {
+        await rm(directory);
+        await rename(`${directory}.away`, directory);
+      };
     },
     async close() {
       await server.close();

@@ -160,14 +160,18 @@ export class OutboxWorker {
     return { claimed: claimed.length, sent: sent.length, failed, full: claimed.length === limit };
   }
 
-  /** Every batch due now, one after another, without waiting for the process to be quiet (the CLI's deliver-emails). */
-  async deliverAllDue(): Promise<{ sent: number; failed: number }> {
+  /**
+   * Every batch due now, one after another, without waiting for the process to be quiet (the CLI's
+   * deliver-emails); `afterBatch` hears the running totals.
+   */
+  async deliverAllDue(afterBatch: (total: { sent: number; failed: number }) => void = () => {}): Promise<{ sent: number; failed: number }> {
     const total = { sent: 0, failed: 0 };
     for (let full = true; full && !this.stopped; ) {
       const batch = await this.deliverDue();
       total.sent += batch.sent;
       total.failed += batch.failed;
       full = batch.full;
+      afterBatch(total);
     }
     return total;
   }

@@ -6,6 +6,15 @@
 import type { DatabaseClient } from '../../db/database.js';
 import type { FileStorage } from '../../storage/storage.js';
 import { fileKey } from './paths.js';
+import { LONGEST_UNCOMMITTED_BYTES_MS } from './upload-file.js';
+
+/** How far the clock of the storage (an S3 server's, which dates its objects) may lag behind this one. */
+const STORAGE_CLOCK_LAG_MS = 5 * 60_000;
+/**
+ * The sweep's grace: longer than bytes can wait for their row (upload-file.ts), with room for the
+ * storage's clock, in whole minutes (11).
+ */
+export const SWEEP_GRACE_MS = Math.ceil((LONGEST_UNCOMMITTED_BYTES_MS + STORAGE_CLOCK_LAG_MS) / 60_000) * 60_000;
 
 const FILES_PREFIX = fileKey('');
 /** Rows looked up per statement. */
@@ -18,21 +27,40 @@ export interface SweepResult {
   removed: string[];
 }
 
-export async function sweepOrphanFiles(app: { prisma: DatabaseClient; storage: FileStorage }, { graceMs, now = new Date() }: { graceMs: number; now?: Date }): Promise<SweepResult> {
+export interface SweepOptions {
+  graceMs: number;
+  now?: Date;
+  /** Stops the sweep before its next batch (a stopping server). */
+  signal?: AbortSignal;
+  /** Told every few hundred objects listed (a progress display). */
+  onProgress?(progress: { listed: number; examined: number; removed: number }): void;
+}
+
+export async function sweepOrphanFiles(
+  app: { prisma: DatabaseClient; storage: FileStorage },
+  { graceMs, now = new Date(), signal, onProgress }: SweepOptions,
+): Promise<SweepResult> {
   const olderThan = now.getTime() - graceMs;
   const result: SweepResult = { examined: 0, removed: [] };
+  let listed = 0;
   let batch: string[] = [];
   const sweep = async () => {
     result.removed.push(...(await removeUnnamed(app, batch)));
     batch = [];
   };
+  const report = () => onProgress?.({ listed, examined: result.examined, removed: result.removed.length });
   for await (const object of app.storage.list(FILES_PREFIX)) {
-    if (object.modifiedAt.getTime() > olderThan) continue;
-    result.examined++;
-    batch.push(object.key);
-    if (batch.length === BATCH) await sweep();
+    if (signal?.aborted) return result;
+    listed++;
+    if (object.modifiedAt.getTime() <= olderThan) {
+      result.examined++;
+      batch.push(object.key);
+      if (batch.length === BATCH) await sweep();
+    }
+    if (listed % BATCH === 0) report();
   }
-  if (batch.length > 0) await sweep();
+  if (batch.length > 0 && !signal?.aborted) await sweep();
+  report();
   return result;
 }
 

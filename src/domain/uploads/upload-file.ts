@@ -50,6 +50,27 @@ export interface UploadedFile {
 
 const MIB = 1024 * 1024;
 
+/**
+ * The longest a request may take to arrive whole (the HTTP server's requestTimeout, src/server.ts;
+ * Node checks it every 30 s). An upload's bytes are stored while its request arrives, so this bounds
+ * how long its first stored byte can wait for the rest of the request.
+ */
+export const REQUEST_ARRIVAL_LIMIT_MS = 300_000;
+const REQUEST_TIMEOUT_CHECK_MS = 30_000;
+/** The commit's transaction: its wait for a connection, then its whole run (Prisma's defaults, stated). */
+const COMMIT_TRANSACTION = { maxWait: 2_000, timeout: 5_000 };
+/** The import writes its files' bytes inside its one transaction, which lasts at most this long. */
+export const IMPORT_TRANSACTION_MS = 300_000;
+
+/**
+ * The longest stored bytes can wait for the row that names them: an upload's request arriving, then
+ * its commit; or an import's transaction. The file sweep never removes younger bytes.
+ */
+export const LONGEST_UNCOMMITTED_BYTES_MS = Math.max(
+  REQUEST_ARRIVAL_LIMIT_MS + REQUEST_TIMEOUT_CHECK_MS + COMMIT_TRANSACTION.maxWait + COMMIT_TRANSACTION.timeout,
+  IMPORT_TRANSACTION_MS,
+);
+
 /** The largest file POST /user_uploads accepts, in bytes. */
 export const maxFileUploadBytes = (config: { uploads: { maxFileUploadSizeMib: number } }) => config.uploads.maxFileUploadSizeMib * MIB;
 
@@ -134,7 +155,7 @@ async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload)
       const listed = { ...listedAttachment(stored), messageIds: [] };
       await recordEvent(tx, attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size));
       return stored;
-    });
+    }, COMMIT_TRANSACTION);
     return { attachment, url: `/user_uploads/${staged.pathId}`, filename: staged.name };
   } catch (error) {
     if (await surelyNotStored(app, staged, error)) await discardUpload(app, staged);
