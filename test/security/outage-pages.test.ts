@@ -203,4 +203,5 @@ test('a sign-out recorded by a process that died during the outage is carried ou
   await until(async () => (await sessionRows(sessionToken(signedIn))) === 0);
   await until(async () => (await readdir(join(dataDir, 'ended-sessions'))).length === 0);
   expect(await meStatus(next, signedIn)).toBe(401);
-});
+  // Two servers start in it: as the lifecycle tests, it has the time two starts take on a loaded machine.
+}, 120_000);
