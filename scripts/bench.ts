@@ -61,7 +61,7 @@ interface Organization {
 async function importOrganization(name: DataSet, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<Organization> {
   const volume = volumes[name];
   const { file } = benchOrganization(name, volume);
-  const basic = (email: string, key: string) => 'Basic ' + Buffer.from(`${email}:${key}`).toString('base64');
+  const basic = (email: string, key: string) => `Basic ${Buffer.from(`${email}:${key}`).toString('base64')}`;
   const authorizations = file.users!.map((user) => {
     user.api_key = generateApiKey();
     return basic(String(user.email), user.api_key);
@@ -423,7 +423,7 @@ async function main() {
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
   const markdown = violationsMarkdown() + markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + anonymousDocumentsMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox) + signInMarkdown(signIn);
-  await writeFile(`${name}.json`, JSON.stringify(report, null, 2) + '\n');
+  await writeFile(`${name}.json`, `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
   console.error(`Wrote ${name}.json and ${name}.md`);

@@ -13,7 +13,7 @@ const changes = await diff(contract, built);
 const breaking = changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking);
 for (const change of changes) console.log(`${change.criticality.level.padEnd(12)} ${change.message}`);
 
-const printed = printSchema(lexicographicSortSchema(schema)) + '\n';
+const printed = `${printSchema(lexicographicSortSchema(schema))}\n`;
 const committed = await readFile(new URL('../schema.graphql', import.meta.url), 'utf8').catch(() => '');
 let failed = false;
 if (breaking.length > 0) {

@@ -41,6 +41,6 @@ if (!sql || sql === '-- This is an empty migration.') {
 const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
 const folder = join(MIGRATIONS_DIR, `${stamp}_${name}`);
 await mkdir(folder, { recursive: true });
-await writeFile(join(folder, 'migration.sql'), sql + '\n');
+await writeFile(join(folder, 'migration.sql'), `${sql}\n`);
 await writeFile(join(MIGRATIONS_DIR, 'migration_lock.toml'), 'provider = "postgresql"\n');
 console.log(`Wrote ${folder}/migration.sql`);

@@ -4,5 +4,5 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { schema } from '../src/graphql/schema/index.js';
 
 const target = new URL('../schema.graphql', import.meta.url);
-await writeFile(target, printSchema(lexicographicSortSchema(schema)) + '\n');
+await writeFile(target, `${printSchema(lexicographicSortSchema(schema))}\n`);
 console.log('Wrote schema.graphql');

@@ -71,7 +71,7 @@ async function importOrganization(index: number, users: number, env: Record<stri
     users: emails.map((email, i) => ({
       id: byEmail.get(email)!.id,
       email,
-      authorization: 'Basic ' + Buffer.from(`${email}:${keys[i]}`).toString('base64'),
+      authorization: `Basic ${Buffer.from(`${email}:${keys[i]}`).toString('base64')}`,
       administrator: byEmail.get(email)!.role <= 200,
     })),
   };

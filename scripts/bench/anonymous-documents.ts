@@ -96,5 +96,5 @@ export function anonymousDocumentsMarkdown(modes: { mode: string; anonymousDocum
         `Server RSS ${mib(a.rssBefore)} -> peak ${mib(a.rssPeak)} MiB, grown by less than ${mib(MAX_RSS_GROWTH)} MiB: ${met(a.rssPeak - a.rssBefore < MAX_RSS_GROWTH)}.`,
     );
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }

@@ -46,7 +46,7 @@ async function setup(): Promise<void> {
   try {
     const { id, administratorId } = await importedIds(db, file);
     await insertListedInvitations(db, id, administratorId);
-    const authorization = 'Basic ' + Buffer.from(`${administrator.email}:${administrator.api_key}`).toString('base64');
+    const authorization = `Basic ${Buffer.from(`${administrator.email}:${administrator.api_key}`).toString('base64')}`;
     writeFileSync(STATE, JSON.stringify({ databaseUrl, id, authorization } satisfies Organization, null, 1));
   } finally {
     await db.end();

@@ -166,5 +166,5 @@ export function hostileMarkdown(modes: { mode: string; hostile?: HostileResult }
         `Server peak RSS ${(h.serverPeakRss / 2 ** 20).toFixed(0)} MiB under 512 MiB: ${met(h.serverPeakRss < 512 * 2 ** 20)}.`,
     );
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }

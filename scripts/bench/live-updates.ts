@@ -416,5 +416,5 @@ export function liveMarkdown(modes: { mode: string; live?: LiveResult }[]): stri
     );
     if (l.clientFailures > 0) lines.push('', `**The clients saw ${l.clientFailures} failures**, e.g. ${l.clientFailureSamples.join(' | ')}`);
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }

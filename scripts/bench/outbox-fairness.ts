@@ -104,7 +104,7 @@ async function importAdministrator(name: string, env: Record<string, string>, wo
   const path = join(workDir, `${name}.json`);
   await writeFile(path, JSON.stringify(file));
   await promisify(execFile)(process.execPath, [...cliCommand(), 'import', path], { env: { ...process.env, ...env } });
-  return 'Basic ' + Buffer.from(`${file.users![0]!.email}:${apiKey}`).toString('base64');
+  return `Basic ${Buffer.from(`${file.users![0]!.email}:${apiKey}`).toString('base64')}`;
 }
 
 async function invite(url: string, authorization: string, emails: string[]): Promise<void> {
@@ -220,5 +220,5 @@ export function outboxMarkdown(results: OutboxFairnessResult[]): string {
         `${r.pendingAfterExit} (${r.pendingUnclaimed}) | ${r.sentAfterExit} / ${r.received} | ${r.receivedTwice} |`,
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

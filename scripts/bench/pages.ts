@@ -100,5 +100,5 @@ export function pagesMarkdown(modes: { mode: string; pages?: PagesResult }[]): s
         ` (with \`totalCount\`, which counts the 60,000 rows: ${(p.p50Ms.counted / p.p50Ms.list).toFixed(2)}).`,
     );
   }
-  return lines.length ? lines.join('\n') + '\n' : '';
+  return lines.length ? `${lines.join('\n')}\n` : '';
 }

@@ -1,6 +1,6 @@
 // The processes the benchmark measures: the real server, started as `npm start` starts it, and the
 // floor; their resident memory read from /proc, and their SQL statement counts (SIGUSR2).
-import pg from 'pg';
+import type pg from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';

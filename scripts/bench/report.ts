@@ -106,5 +106,5 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
         `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

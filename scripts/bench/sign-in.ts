@@ -161,7 +161,7 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
     const rss = sampleRss(server.child.pid!);
     const floodSeconds = quick ? 5 : 15;
     const flooding = flood(server, signer.email, floodSeconds);
-    const otherAuthorization = 'Basic ' + Buffer.from(`${other.email}:${other.apiKey}`).toString('base64');
+    const otherAuthorization = `Basic ${Buffer.from(`${other.email}:${other.apiKey}`).toString('base64')}`;
     const [answers, otherResult] = await Promise.all([flooding, otherUser(server, otherAuthorization, flooding)]);
     const peak = rss.stop().serverPeak;
     const total = Object.values(answers).reduce((sum, n) => sum + n, 0);
@@ -212,5 +212,5 @@ export function signInMarkdown(results: SignInResult[]): string {
         `${f.other.p50Ms.toFixed(0)} / ${f.other.p99Ms.toFixed(0)} / ${f.other.worstMs.toFixed(0)} (${met(f.other.p99Ms < TARGETS.otherP99Ms)}) | ${mib(f.rss.idle)} / ${mib(f.rss.peak)} (${met(f.rss.peak <= TARGETS.peakRssMiB * 1048576)}; 200 MiB ${met(f.rss.peak <= TARGETS.ordinaryPeakRssMiB * 1048576)}) |`,
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

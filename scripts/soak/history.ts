@@ -95,7 +95,7 @@ export class History implements RecordedHistory {
     const statuses = new Map<string, number>();
     for (const op of this.operations) statuses.set(String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer')), (statuses.get(String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer'))) ?? 0) + 1);
     const oldest = [...this.inFlight].sort((a, b) => a[1] - b[1])[0];
-    return `${this.operations.length} requests (${[...statuses].map(([status, n]) => `${status}: ${n}`).join(', ')})` + (oldest ? `; oldest waiting: ${oldest[0].kind} on ${oldest[0].server} for ${((Date.now() - oldest[1]) / 1000).toFixed(0)} s` : '');
+    return `${this.operations.length} requests (${[...statuses].map(([status, n]) => `${status}: ${n}`).join(', ')})${oldest ? `; oldest waiting: ${oldest[0].kind} on ${oldest[0].server} for ${((Date.now() - oldest[1]) / 1000).toFixed(0)} s` : ''}`;
   }
 
   /** Operations by kind and outcome, for the report. */

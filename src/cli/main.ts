@@ -194,7 +194,7 @@ async function readImportFile(path: string) {
 
 /** The command to run with its arguments, or the text to print (help). */
 function interpret(argv: string[]): { help: string } | { command: Command; positionals: string[]; values: Values } {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>>;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   } catch (error) {

@@ -9,7 +9,7 @@ import { requestError } from './schema/errors.js';
 function isIntrospectionOnly(document: DocumentNode, operationName?: string | null): boolean {
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations[0];
-  if (!operation || operation.operation !== 'query') return false;
+  if (operation?.operation !== 'query') return false;
   return operation.selectionSet.selections.every(
     (s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'),
   );

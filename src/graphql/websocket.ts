@@ -6,7 +6,7 @@
 // from an origin that CORS allows.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GraphQLError, type ExecutionArgs, type GraphQLFormattedError } from 'graphql';
+import { GraphQLError, type DocumentNode, type ExecutionArgs, type GraphQLFormattedError } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { ServerContext } from '../server-context.js';
@@ -77,7 +77,7 @@ export function serveGraphQLOverWebSocket(server: Server, app: ServerContext, gr
         const requestId = requestIdFor(headerValue(extra.request.headers['x-request-id']));
         const log = requestLogger(app.log ?? logger, requestId);
         const enveloped = graphql.getEnveloped({ caller, clientAddress, log, params: { ...params, query }, request: extra.request });
-        let document;
+        let document: DocumentNode;
         try {
           document = enveloped.parse(query);
         } catch (error) {

@@ -228,7 +228,7 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
     database.noteRefused();
     return answer();
   };
-  const unavailableAtOnce: MiddlewareHandler = async (c, next) => (database.down ? refuse(unavailableResponse) : next());
+  const unavailableAtOnce: MiddlewareHandler = async (_c, next) => (database.down ? refuse(unavailableResponse) : next());
   http.use(`${API_PREFIX}/*`, unavailableAtOnce);
   http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
   http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));

@@ -1,6 +1,6 @@
 // The reference's JSON envelope: compact JSON with a trailing newline, `result` and `msg` first,
 // data fields next, and `code` last on errors; never-cache headers on every response.
-import { DomainError } from '../domain/errors.js';
+import type { DomainError } from '../domain/errors.js';
 import { sentBody } from '../http/response-body.js';
 
 const NEVER_CACHE: Record<string, string> = {
@@ -8,7 +8,7 @@ const NEVER_CACHE: Record<string, string> = {
 };
 
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  const sent = sentBody(JSON.stringify(body) + '\n');
+  const sent = sentBody(`${JSON.stringify(body)}\n`);
   return new Response(sent, {
     status,
     // The length lets compression skip small bodies (src/http/app.ts).

@@ -17,7 +17,7 @@ export const restRoutes: RestRoute[] = [
   { pattern: /^\/invites\/(?<invitationId>[0-9]+)$/, methods: { DELETE: revokeInvitation } },
   { pattern: /^\/invites\/(?<invitationId>[0-9]+)\/resend$/, methods: { POST: resendInvitation } },
   { pattern: /^\/realm\/emoji$/, methods: { GET: listEmoji } },
-  { pattern: /^\/realm\/emoji\/(?<emojiName>[^]+)$/, methods: { POST: addEmoji, DELETE: deactivateEmoji }, streamsBody: ['POST'] },
+  { pattern: /^\/realm\/emoji\/(?<emojiName>[\s\S]+)$/, methods: { POST: addEmoji, DELETE: deactivateEmoji }, streamsBody: ['POST'] },
   { pattern: /^\/attachments$/, methods: { GET: listAttachments } },
   { pattern: /^\/attachments\/(?<attachmentId>[0-9]+)$/, methods: { DELETE: deleteAttachment } },
   { pattern: /^\/user_uploads$/, methods: { POST: uploadFile }, streamsBody: ['POST'] },

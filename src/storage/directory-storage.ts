@@ -2,6 +2,7 @@
 // removed again when a deletion empties them (up to the root).
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, opendir, rename, rm, rmdir, stat, truncate, unlink, writeFile } from 'node:fs/promises';
+import type { Dir } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, relative, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -86,7 +87,7 @@ export class DirectoryStorage implements FileStorage {
   }
 
   private async *walk(dir: string): AsyncIterable<ListedObject> {
-    let entries;
+    let entries: Dir;
     try {
       entries = await opendir(dir);
     } catch (error) {

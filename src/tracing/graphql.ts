@@ -8,6 +8,7 @@ import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { inSpan, tracing } from './spans.js';
 
 /** Only within a request's trace: operations over WebSocket, which has no server span, are not traced. */
+// biome-ignore lint/suspicious/noConfusingVoidType: envelop's instrumentation hooks are typed to return void, and the wrapped phase's promise must pass through them.
 const phase = (name: string) => (_payload: unknown, wrapped: () => unknown) => inSpan(name, {}, wrapped, { withinTrace: true }) as void;
 
 export function graphqlTracing(): Plugin {

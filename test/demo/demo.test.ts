@@ -18,7 +18,7 @@ const me = (baseUrl: string, authorization: string) =>
     body: JSON.stringify({ query: '{ me { email role } }' }),
   }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
-const basic = (email: string, apiKey: string) => 'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
+const basic = (email: string, apiKey: string) => `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;
 
 /** Reads what a newcomer would copy from the banner, and uses each piece the way the banner says. */
 async function checkPrintedCredentials(output: string) {
@@ -52,7 +52,7 @@ async function checkPrintedCredentials(output: string) {
   expect(curlUser).toBe(`${memberEmail}:${memberKey}`);
   expect(curlUrl).toBe(`${baseUrl}/api/v1/attachments`);
   expect(await me(baseUrl, basic(memberEmail!, memberKey!))).toEqual({ status: 200, body: { data: { me: { email: memberEmail, role: 'MEMBER' } } } });
-  const rest = await fetch(curlUrl!, { headers: { authorization: 'Basic ' + Buffer.from(curlUser!).toString('base64') } });
+  const rest = await fetch(curlUrl!, { headers: { authorization: `Basic ${Buffer.from(curlUser!).toString('base64')}` } });
   const refused = await fetch(curlUrl!, { headers: { authorization: basic(memberEmail!, ownerKey!) } });
   expect(refused.status).toBe(401);
   expect(rest.status).toBe(200);

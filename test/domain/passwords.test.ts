@@ -57,7 +57,7 @@ describe('strength', () => {
     ['x7#Qp', false],
     ['correct horse', true],
     ['Tr0ub4dor&3', true],
-    ['ab'.repeat(49) + 'Z!q', false],
+    [`${'ab'.repeat(49)}Z!q`, false],
     ['lighthouse-keeper-42', true],
   ])('%j strong: %s', (password, strong) => {
     expect(isStrongPassword(password)).toBe(strong);
@@ -67,7 +67,7 @@ describe('strength', () => {
     const strong100 = 'Ωmega-lighthouse-keeper-'.repeat(5).slice(0, 100);
     expect([...strong100].length).toBe(100);
     expect(isStrongPassword(strong100)).toBe(true);
-    expect(isStrongPassword(strong100 + 'x')).toBe(false);
+    expect(isStrongPassword(`${strong100}x`)).toBe(false);
   });
 });
 

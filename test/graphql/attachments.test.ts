@@ -87,7 +87,7 @@ describe('attachments', () => {
       attachments: [await expectedAttachment(server.app.prisma, server.url, world, 'archive.tar')],
       uploadSpaceUsed: WORLD_TOTAL,
     });
-    expect(olga.data?.attachments.attachments[0]!.size).toBe(3_221_225_472);
+    expect(olga.data!.attachments.attachments[0]!.size).toBe(3_221_225_472);
     const gina = await gql(server.url, Attachments, {}, world.users.guest.auth);
     expect(gina.data?.attachments).toEqual({ attachments: [], uploadSpaceUsed: WORLD_TOTAL });
   });

@@ -282,7 +282,7 @@ describe('ids that name nothing, and ids that are not global ids', () => {
       globalId('constructor', 1),
       globalId('__proto__', 1),
       globalId('User', 2 ** 31),
-      globalId('User', 99999999999999999999),
+      globalId('User', Number('99999999999999999999')),
     ];
     for (const id of namingNothing) expect(await node(world, 'member', id)).toBeNull();
   });

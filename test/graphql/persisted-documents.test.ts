@@ -309,7 +309,7 @@ describe('settings', () => {
       expect(error).toBeInstanceOf(StartupError);
       return (error as Error).message;
     }
-    throw new Error('loadConfig accepted ' + JSON.stringify(env));
+    throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
   };
 
   test('off unless set; the generated manifest loads; GRAPHQL_TRUSTED_ONLY takes true or false', () => {

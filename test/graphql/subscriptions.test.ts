@@ -254,7 +254,7 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
 describe('credentials and origins', () => {
   test('SSE without credentials: UNAUTHORIZED; with a wrong key: the same', async () => {
     const world = await newWorld();
-    for (const authorization of [undefined, world.users.member.auth.slice(0, -4) + 'AAAA']) {
+    for (const authorization of [undefined, `${world.users.member.auth.slice(0, -4)}AAAA`]) {
       const refused = subscribe('sse', server.url, authorization, EmojiChanges, {});
       const answer = await refused.next();
       await refused.close();
@@ -293,7 +293,7 @@ describe('credentials and origins', () => {
 
   test('WebSocket without credentials or with a wrong key: closed with 4403 before any operation', async () => {
     const world = await newWorld();
-    for (const connectionParams of [{}, { Authorization: world.users.member.auth.slice(0, -4) + 'AAAA' }]) {
+    for (const connectionParams of [{}, { Authorization: `${world.users.member.auth.slice(0, -4)}AAAA` }]) {
       const refused = subscribe('ws', server.url, undefined, EmojiChanges, {}, { connectionParams });
       expect(await refused.next()).toBe('ended');
       expect((refused.failure() as { code: number }).code).toBe(4403);

@@ -72,7 +72,7 @@ test('a chunked GraphQL body over 1 MiB is refused with 413 before it ends (Yoga
 
 test('an upload declaring 50 MiB with a wrong key is answered 401 after 64 KiB of its body', async () => {
   const boundary = 'unfinished-boundary';
-  const wrongKey = 'Basic ' + Buffer.from(`${world.users.member.email}:${'y'.repeat(32)}`).toString('base64');
+  const wrongKey = `Basic ${Buffer.from(`${world.users.member.email}:${'y'.repeat(32)}`).toString('base64')}`;
   const post = openPost('/api/v1/user_uploads', {
     authorization: wrongKey,
     'content-type': `multipart/form-data; boundary=${boundary}`,

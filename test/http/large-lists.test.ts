@@ -112,7 +112,7 @@ async function wholeAttachmentsBody(ownerId: number, extra: Record<string, unkno
     create_time: Math.floor(r.createTime.getTime() / 1000),
     message_ids: r.messages.map((m) => m.messageId).sort((a, b) => a - b),
   }));
-  return JSON.stringify({ result: 'success', msg: '', attachments, upload_space_used: Number(uploadSpaceUsed), ...extra }) + '\n';
+  return `${JSON.stringify({ result: 'success', msg: '', attachments, upload_space_used: Number(uploadSpaceUsed), ...extra })}\n`;
 }
 
 /** The body GET /invites answered before lists were paged (Prisma's rows, mapped as the handler did). */
@@ -133,7 +133,7 @@ async function wholeInvitesBody(referrerId?: number) {
     notify_referrer_on_join: i.notifyReferrerOnJoin,
     is_multiuse: false,
   }));
-  return JSON.stringify({ result: 'success', msg: '', invites }) + '\n';
+  return `${JSON.stringify({ result: 'success', msg: '', invites })}\n`;
 }
 
 describe('lists longer than a page', () => {

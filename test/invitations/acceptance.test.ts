@@ -201,7 +201,7 @@ test('the form asks for a password; a weak one (or none) shows the form again wi
   const invitation = await createInvitation(server, world, { email: uniqueEmail('weak') });
   const form = await open(invitation.confirmationKey);
   expect(form.body).toContain('<input id="password" name="password" type="password" required minlength="6" maxlength="100" autocomplete="new-password">');
-  for (const weak of ['', 'abc', 'password123', 'x7#Qp', 'Zq9!'.repeat(25) + 'x']) {
+  for (const weak of ['', 'abc', 'password123', 'x7#Qp', `${'Zq9!'.repeat(25)}x`]) {
     const refused = await submit(invitation.confirmationKey, 'Wendy Weak', weak);
     expect({ weak, status: refused.status, error: errorOn(refused.body) }).toEqual({ weak, status: 200, error: 'The password is too weak.' });
     expect(refused.body).toContain('value="Wendy Weak"');

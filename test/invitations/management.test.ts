@@ -38,7 +38,7 @@ async function scenario() {
   return { world, other, byMember, byAdmin, asOwner, expired, revoked, elsewhere };
 }
 
-async function restShape(world: World, invitation: CreatedInvitation) {
+async function restShape(_world: World, invitation: CreatedInvitation) {
   const row = await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: invitation.id } });
   return {
     id: row.id,

@@ -304,12 +304,12 @@ async function concreteRequest(request: RestRequest): Promise<{ path: string; pa
 function keepRegeneratedKey(who: Who, apiKey: string): void {
   const user = who === 'otherOwner' ? other.users.owner : world.users[who as Exclude<Who, 'otherOwner' | 'nobody' | 'wrongKey'>];
   user.apiKey = apiKey;
-  user.auth = 'Basic ' + Buffer.from(`${user.email}:${apiKey}`).toString('base64');
+  user.auth = `Basic ${Buffer.from(`${user.email}:${apiKey}`).toString('base64')}`;
 }
 
 function authorization(who: Who): string | undefined {
   if (who === 'nobody') return undefined;
-  if (who === 'wrongKey') return 'Basic ' + Buffer.from(`${world.users.owner.email}:${'x'.repeat(32)}`).toString('base64');
+  if (who === 'wrongKey') return `Basic ${Buffer.from(`${world.users.owner.email}:${'x'.repeat(32)}`).toString('base64')}`;
   if (who === 'otherOwner') return other.users.owner.auth;
   return world.users[who].auth;
 }

@@ -70,7 +70,7 @@ describe('/json', () => {
 
   test('without a session, or with an ended or made-up one: 401 with WWW-Authenticate: Session', async () => {
     const { world } = await signedInWorld();
-    const cases = [undefined, 'sessionid=' + 'A'.repeat(43), 'sessionid=short', `sessionid=${'x'.repeat(10_000)}`];
+    const cases = [undefined, `sessionid=${'A'.repeat(43)}`, 'sessionid=short', `sessionid=${'x'.repeat(10_000)}`];
     for (const cookie of cases) {
       const answer = await callJson('/users/me', { cookie });
       expect(answer.status).toBe(401);

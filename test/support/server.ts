@@ -60,4 +60,4 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
 
 /** `Basic base64(email:apiKey)` */
 export const basicAuth = (email: string, apiKey: string) =>
-  'Basic ' + Buffer.from(`${email}:${apiKey}`).toString('base64');
+  `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;

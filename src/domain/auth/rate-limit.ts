@@ -219,7 +219,10 @@ export class FailedLoginLockouts implements NotificationSubscriber {
   ) {}
 
   notified(payload: string): void {
-    if (payload === ALL_RELEASED) return this.until.clear();
+    if (payload === ALL_RELEASED) {
+      this.until.clear();
+      return;
+    }
     const space = payload.indexOf(' ');
     const windowEnd = Number(payload.slice(0, space));
     const key = payload.slice(space + 1);

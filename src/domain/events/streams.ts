@@ -117,7 +117,10 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
     // Read or replayed already, or before the stream's start: not held (nextHeld skips the rest).
     if (this.ending !== undefined || !this.types.includes(event.type) || (this.started && event.id <= this.delivered)) return;
     if (this.held.length >= MAX_HELD_EVENTS) {
-      if (this.started) return this.end(tooFarBehind());
+      if (this.started) {
+        this.end(tooFarBehind());
+        return;
+      }
       this.held.length = 0;
       this.droppedBeforeStart = true;
     }
@@ -299,7 +302,10 @@ interface LogState {
 function freedOnAbort(stream: EventStream, signal: AbortSignal | undefined): void {
   if (!signal) return;
   const free = () => void stream.return();
-  if (signal.aborted) return free();
+  if (signal.aborted) {
+    free();
+    return;
+  }
   signal.addEventListener('abort', free, { once: true });
   stream.onEnd(() => signal.removeEventListener('abort', free));
 }

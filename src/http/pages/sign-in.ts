@@ -39,7 +39,7 @@ export const FORM_LIMIT = bodyLimit({ maxSize: 16 * 1024, onError: () => errorPa
 
 /** `next` when it is a path of this server (never another site's, whatever its spelling), else `/`. */
 export function localPath(next: string | undefined, serverUrl: string): string {
-  if (!next || !next.startsWith('/') || /[\\\u0000-\u001f\u007f]/.test(next)) return '/';
+  if (!next?.startsWith('/') || /[\\\u0000-\u001f\u007f]/.test(next)) return '/';
   const origin = new URL(serverUrl).origin;
   const url = new URL(next, origin);
   return url.origin === origin ? `${url.pathname}${url.search}${url.hash}` : '/';
