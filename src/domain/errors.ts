@@ -51,9 +51,6 @@ export class DomainError extends Error {
 
 export const badRequest = (message: string, data?: Record<string, unknown>) => new DomainError(message, { data });
 
-export const notFound = (message: string) =>
-  new DomainError(message, { status: 404, notFound: true });
-
 export const unauthorized = (message: string) =>
   new DomainError(message, {
     code: 'UNAUTHORIZED',

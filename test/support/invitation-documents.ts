@@ -1,7 +1,7 @@
 // GraphQL documents more than one test file sends.
 import { graphql } from '../generated/gql.js';
 
-/** Every field of the refusal of some addresses (sendInvitations and previewInvitations alike). */
+/** Every field of the refusal of some addresses (sendInvitations and previewInvitations alike); the documents below spread it by name. @public */
 export const InvitationRefusalFields = graphql(`
   fragment InvitationRefusalFields on InvitationFailedError {
     errors {

@@ -191,11 +191,6 @@ export async function verifyPassword(stored: string | null, password: string): P
   return isCurrent(stored!) ? { valid: true } : { valid: true, upgradedHash: await hashPassword(password) };
 }
 
-/** Prepares the dummy hash ahead of the first sign-in (whose answer would otherwise take one hash longer). */
-export function preparePasswordChecks(): Promise<void> {
-  return dummy().then(() => undefined);
-}
-
 type Zxcvbn = { check(password: string): { guesses: number } };
 let zxcvbn: Zxcvbn | undefined;
 

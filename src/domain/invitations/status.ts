@@ -16,12 +16,6 @@ function statusAt(stored: StoredInvitationStatus, expiresAtMs: number | null, no
   return stored === 'PENDING' && expiresAtMs !== null && expiresAtMs <= nowMs ? 'EXPIRED' : stored;
 }
 
-/** Prisma filter for what invitationStatus calls PENDING: not used, not revoked, not expired. */
-export const activeInvitationWhere = (now: Date) => ({
-  status: 'PENDING' as const,
-  OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
-});
-
 /** An invitation as both doors show it; times in milliseconds since the epoch (lists build no date per row). */
 export interface InvitationView {
   id: number;
