@@ -2,6 +2,7 @@
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
+import { PREPARED_STATEMENTS_SETTINGS, type PreparedStatementsSetting } from './db/prepared-statements.js';
 import { parseAddressRateRules, parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
@@ -28,6 +29,8 @@ export interface Config {
   databaseWaitSeconds: number;
   /** How long a statement waits for a row lock (an organization's, say) before the request answers 503; 0: no limit. */
   databaseLockWaitSeconds: number;
+  /** Whether the hot paths' named statements are prepared per connection (db/prepared-statements.ts). */
+  databasePreparedStatements: PreparedStatementsSetting;
   /** TCP port (127.0.0.1) of the embedded PostgreSQL; undefined: its Unix socket only. */
   embeddedPostgresPort?: number;
   /** Where the embedded database, the e-mail outbox and uploads live. */
@@ -138,6 +141,13 @@ function onOrOff(name: string, value: string | undefined, fallback: boolean): bo
   throw new StartupError(`${name} must be on or off, got ${JSON.stringify(value)}`);
 }
 
+function preparedStatementsSetting(value: string | undefined): PreparedStatementsSetting {
+  if (value === undefined || value === '') return 'auto';
+  const setting = PREPARED_STATEMENTS_SETTINGS.find((each) => each === value);
+  if (!setting) throw new StartupError(`DATABASE_PREPARED_STATEMENTS must be auto, on or off, got ${JSON.stringify(value)}`);
+  return setting;
+}
+
 /** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */
 function lockWaitSeconds(value: string | undefined): number {
   const seconds = integer('DATABASE_LOCK_WAIT_SECONDS', value, 10)!;
@@ -240,6 +250,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseDirectUrl: directPostgresUrl(env),
     databaseWaitSeconds: integer('DATABASE_WAIT_SECONDS', env.DATABASE_WAIT_SECONDS, 30)!,
     databaseLockWaitSeconds: lockWaitSeconds(env.DATABASE_LOCK_WAIT_SECONDS),
+    databasePreparedStatements: preparedStatementsSetting(env.DATABASE_PREPARED_STATEMENTS),
     embeddedPostgresPort: port('EMBEDDED_POSTGRES_PORT', env.EMBEDDED_POSTGRES_PORT),
     dataDir: resolve(env.DATA_DIR || './data'),
     invitationLinkValidityMinutes: integer('INVITATION_LINK_VALIDITY_MINUTES', env.INVITATION_LINK_VALIDITY_MINUTES, 14400)!,
