@@ -2,7 +2,7 @@
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
-import { PREPARED_STATEMENTS_SETTINGS, type PreparedStatementsSetting } from './db/prepared-statements.js';
+import { preparedStatementsSetting, type PreparedStatementsSetting } from './db/prepared-statements.js';
 import { parseAddressRateRules, parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
@@ -139,13 +139,6 @@ function onOrOff(name: string, value: string | undefined, fallback: boolean): bo
   if (value === undefined || value === '') return fallback;
   if (value === 'on' || value === 'off') return value === 'on';
   throw new StartupError(`${name} must be on or off, got ${JSON.stringify(value)}`);
-}
-
-function preparedStatementsSetting(value: string | undefined): PreparedStatementsSetting {
-  if (value === undefined || value === '') return 'auto';
-  const setting = PREPARED_STATEMENTS_SETTINGS.find((each) => each === value);
-  if (!setting) throw new StartupError(`DATABASE_PREPARED_STATEMENTS must be auto, on or off, got ${JSON.stringify(value)}`);
-  return setting;
 }
 
 /** PostgreSQL's lock_timeout is at most 2^31 - 1 milliseconds; a day is plenty. */

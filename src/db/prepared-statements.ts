@@ -8,7 +8,15 @@ import { StartupError } from '../startup-error.js';
 
 export type PreparedStatementsSetting = 'auto' | 'on' | 'off';
 
-export const PREPARED_STATEMENTS_SETTINGS: readonly PreparedStatementsSetting[] = ['auto', 'on', 'off'];
+const SETTINGS: readonly PreparedStatementsSetting[] = ['auto', 'on', 'off'];
+
+/** DATABASE_PREPARED_STATEMENTS: unset or empty is auto. */
+export function preparedStatementsSetting(value: string | undefined): PreparedStatementsSetting {
+  if (value === undefined || value === '') return 'auto';
+  const setting = SETTINGS.find((each) => each === value);
+  if (!setting) throw new StartupError(`DATABASE_PREPARED_STATEMENTS must be auto, on or off, got ${JSON.stringify(value)}`);
+  return setting;
+}
 
 /** `throughPooler`: DATABASE_URL goes through a pooler in transaction mode (DATABASE_DIRECT_URL is set). */
 export function preparesStatements(setting: PreparedStatementsSetting, throughPooler: boolean): boolean {

@@ -117,7 +117,8 @@ export function statementRows<Row>(
   statement: { text: string; values: unknown[] },
   family?: (text: string) => NamedStatement | string,
 ): Promise<Row[]> {
-  return sql.rows<Row>(family ? family(statement.text) : statement.text, statement.values.map((value) => (value instanceof Date ? value.toISOString() : value)));
+  const values = statement.values.map((value) => (value instanceof Date ? value.toISOString() : value));
+  return sql.rows<Row>(family ? family(statement.text) : statement.text, values);
 }
 
 /** A statement's values, each added where its placeholder ($1, $2, ...) is written. */

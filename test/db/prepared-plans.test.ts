@@ -55,7 +55,9 @@ async function attachmentReads(name: string, mode: 'force_generic_plan' | 'force
     if (typeof value !== 'number' || !Number.isInteger(value)) throw new Error(`not an integer: ${String(value)}`);
     return String(value);
   });
-  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`);
+  const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+    `EXPLAIN (FORMAT JSON) EXECUTE ${name}(${literals.join(', ')})`,
+  );
   const plan = rows[0]!['QUERY PLAN'][0].Plan;
   return nodesOf(plan)
     .filter((node) => node['Relation Name'] === 'attachment')

@@ -56,10 +56,13 @@ test('auto prepares without a pooler and not through one; on always; off never',
 
 test('DATABASE_PREPARED_STATEMENTS is auto, on or off; anything else is a one-line start-up error', () => {
   expect(loadConfig({}).databasePreparedStatements).toBe('auto');
-  for (const value of ['auto', 'on', 'off'] as const) expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: value }).databasePreparedStatements).toBe(value);
+  for (const value of ['auto', 'on', 'off'] as const)
+    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: value }).databasePreparedStatements).toBe(value);
   for (const value of ['yes', 'ON', ' on', 'on\0', 'x'.repeat(10_000)]) {
     expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: value })).toThrow(StartupError);
-    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: value })).toThrow(/^DATABASE_PREPARED_STATEMENTS must be auto, on or off, got /);
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: value })).toThrow(
+      /^DATABASE_PREPARED_STATEMENTS must be auto, on or off, got /,
+    );
   }
 });
 
@@ -87,47 +90,57 @@ describe.each([
   });
   afterAll(() => server?.close());
 
-  test(prepares ? 'the hot statements go named, and PostgreSQL holds them prepared on the server’s connections' : 'no statement goes named, and none is prepared', async () => {
-    expect(server.database.preparesStatements).toBe(prepares);
-    const captured = await hotRequests(server, world);
-    const prepared = await preparedOnServerConnections(server);
-    if (!prepares) {
-      expect(captured.filter((statement) => statement.name !== undefined)).toEqual([]);
-      expect([...prepared.keys()]).toEqual([]);
-      return;
-    }
-    for (const statement of captured) expect(statement.name).toMatch(/^(attachments|invitations)\.(page|count)\.[0-9a-f]{10}$/);
-    for (const label of ['attachments.page', 'invitations.page']) {
-      const sent = captured.find((statement) => statement.name!.startsWith(`${label}.`))!;
-      expect(prepared.get(sent.name!)).toBe(sent.text);
-    }
-    // One text per list: the second request of each reused the first one's statement.
-    expect(new Set(captured.map((statement) => statement.name)).size).toBe(2);
-  });
-});
-
-describe.skipIf(!throughPooler)('through PgBouncer (runs when DATABASE_DIRECT_URL is set and DATABASE_URL goes through the pooler, as in .ci/run)', () => {
-  test('auto does not prepare through the pooler, and every answer is right', async () => {
-    const server = await startTestServer({ databasePreparedStatements: 'auto' });
-    try {
-      const world = await createWorld(server.app.prisma);
-      expect(server.database.preparesStatements).toBe(false);
+  test(
+    prepares
+      ? 'the hot statements go named, and PostgreSQL holds them prepared on the server’s connections'
+      : 'no statement goes named, and none is prepared',
+    async () => {
+      expect(server.database.preparesStatements).toBe(prepares);
       const captured = await hotRequests(server, world);
-      expect(captured.filter((statement) => statement.name !== undefined)).toEqual([]);
-    } finally {
-      await server.close();
-    }
-  });
-
-  test('on through a pooler that loses named statements (PgBouncer 1.18 in transaction mode) refuses to start, saying why', async () => {
-    const refusal = await openDatabase({ ...(await testDatabaseUrls()), preparedStatements: 'on' }).then(
-      async (database) => {
-        await database.close();
-        return undefined;
-      },
-      (error: unknown) => error,
-    );
-    expect(refusal).toBeInstanceOf(StartupError);
-    expect((refusal as Error).message).toMatch(/^DATABASE_PREPARED_STATEMENTS=on: the pooler at DATABASE_URL loses named statements .*prepared statement .* does not exist/);
-  });
+      const prepared = await preparedOnServerConnections(server);
+      if (!prepares) {
+        expect(captured.filter((statement) => statement.name !== undefined)).toEqual([]);
+        expect([...prepared.keys()]).toEqual([]);
+        return;
+      }
+      for (const statement of captured) expect(statement.name).toMatch(/^(attachments|invitations)\.(page|count)\.[0-9a-f]{10}$/);
+      for (const label of ['attachments.page', 'invitations.page']) {
+        const sent = captured.find((statement) => statement.name!.startsWith(`${label}.`))!;
+        expect(prepared.get(sent.name!)).toBe(sent.text);
+      }
+      // One text per list: the second request of each reused the first one's statement.
+      expect(new Set(captured.map((statement) => statement.name)).size).toBe(2);
+    },
+  );
 });
+
+describe.skipIf(!throughPooler)(
+  'through PgBouncer (runs when DATABASE_DIRECT_URL is set and DATABASE_URL goes through the pooler, as in .ci/run)',
+  () => {
+    test('auto does not prepare through the pooler, and every answer is right', async () => {
+      const server = await startTestServer({ databasePreparedStatements: 'auto' });
+      try {
+        const world = await createWorld(server.app.prisma);
+        expect(server.database.preparesStatements).toBe(false);
+        const captured = await hotRequests(server, world);
+        expect(captured.filter((statement) => statement.name !== undefined)).toEqual([]);
+      } finally {
+        await server.close();
+      }
+    });
+
+    test('on through a pooler that loses named statements (PgBouncer 1.18 in transaction mode) refuses to start, saying why', async () => {
+      const refusal = await openDatabase({ ...(await testDatabaseUrls()), preparedStatements: 'on' }).then(
+        async (database) => {
+          await database.close();
+          return undefined;
+        },
+        (error: unknown) => error,
+      );
+      expect(refusal).toBeInstanceOf(StartupError);
+      expect((refusal as Error).message).toMatch(
+        /^DATABASE_PREPARED_STATEMENTS=on: the pooler at DATABASE_URL loses named statements .*prepared statement .* does not exist/,
+      );
+    });
+  },
+);

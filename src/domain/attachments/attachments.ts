@@ -121,7 +121,10 @@ export async function ownAttachmentsWithMessagesWithIds(sql: Sql, actor: Actor, 
 /** The lists' statements: their texts vary only with the list's kind and the page's bounds. */
 const OWN_FILES_STATEMENTS = namedStatementFamily('attachments.page');
 
-const COUNT_OWN_FILES = namedStatement('attachments.count', 'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2');
+const COUNT_OWN_FILES = namedStatement(
+  'attachments.count',
+  'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2',
+);
 
 /** The caller's files by ascending id. */
 const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()], descending: false };

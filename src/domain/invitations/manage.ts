@@ -133,7 +133,8 @@ function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: 
       return sql.rows<Row>(INVITATION_PAGES(text), values);
     },
     count: async () => {
-      const [row] = await sql.rows<{ count: number }>(INVITATION_COUNTS(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`), filter.parameters.values);
+      const count = INVITATION_COUNTS(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`);
+      const [row] = await sql.rows<{ count: number }>(count, filter.parameters.values);
       return row!.count;
     },
   };

@@ -84,7 +84,9 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
   const reads = lockedReads(config, request, addresses);
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
   const recipients = candidates.map((a) => ({ toAddress: a.email, confirmationKey: a.confirmationKey }));
-  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
+  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(
+    tx,
+    Prisma.sql`
     WITH locked AS (
       SELECT ${lockedCountsSql(org.id, now, reads)}
     ), created AS (
@@ -109,7 +111,9 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
       ${insertInvitesChangedSql(org.id, actor.id, Prisma.sql`EXISTS (SELECT FROM created)`)}
     )
     SELECT locked.*, created.id, created.email, created."invitedAs", created."referrerId", created.status
-    FROM locked LEFT JOIN created ON true ORDER BY created.id`, INVITE_STATEMENTS);
+    FROM locked LEFT JOIN created ON true ORDER BY created.id`,
+    INVITE_STATEMENTS,
+  );
   // The times are the request's own (the rows hold them as sent).
   const created = rows
     .filter((row): row is LockedCounts & CreatedInvitation => row.id !== null)
