@@ -33,11 +33,14 @@ const serverUrl = process.env.SERVER_URL!;
 const preparedStatements = preparedStatementsSetting(process.env.DATABASE_PREPARED_STATEMENTS);
 const prepares = preparesStatements(preparedStatements, Boolean(process.env.DATABASE_DIRECT_URL));
 const names = new Map<string, string>();
-const nameOf = (text: string) => {
+function nameOf(text: string): string {
   let name = names.get(text);
-  if (!name) names.set(text, (name = `floor.${createHash('sha256').update(text).digest('hex').slice(0, 10)}`));
+  if (!name) {
+    name = `floor.${createHash('sha256').update(text).digest('hex').slice(0, 10)}`;
+    names.set(text, name);
+  }
   return name;
-};
+}
 function query(db: pg.Pool | pg.PoolClient, text: string, values: unknown[]) {
   return prepares ? db.query({ name: nameOf(text), text, values }) : db.query(text, values);
 }

@@ -117,7 +117,7 @@ describe.each([
 describe.skipIf(!throughPooler)(
   'through PgBouncer (runs when DATABASE_DIRECT_URL is set and DATABASE_URL goes through the pooler, as in .ci/run)',
   () => {
-    test('auto does not prepare through the pooler, and every answer is right', async () => {
+    test('auto does not prepare through the pooler, and the lists answer', async () => {
       const server = await startTestServer({ databasePreparedStatements: 'auto' });
       try {
         const world = await createWorld(server.app.prisma);
