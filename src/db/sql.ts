@@ -9,7 +9,8 @@ import pg from 'pg';
 
 /**
  * A hot-path statement of constant text, prepared once per connection when the database allows it.
- * Only module-level constants are named, so the set of names a connection prepares stays bounded.
+ * Only module-level constants and the families' few texts are named, so the set of names a connection
+ * prepares stays bounded.
  */
 export interface NamedStatement {
   readonly name: string;
