@@ -2,6 +2,7 @@
 import { accessSync, constants } from 'node:fs';
 import { resolve } from 'node:path';
 import { SUPPORTED_SSL_MODES } from './db/tls.js';
+import { preparedStatementsSetting, type PreparedStatementsSetting } from './db/prepared-statements.js';
 import { parseAddressRateRules, parseFailedLoginRule, parseRateRules, parseSignInRule, type RateRule } from './domain/auth/rate-limit.js';
 import { readGraphQLLimits, type GraphQLLimits } from './graphql/limits.js';
 import { readTrustedDocuments, type TrustedDocumentsConfig } from './graphql/trusted-documents.js';
@@ -28,6 +29,8 @@ export interface Config {
   databaseWaitSeconds: number;
   /** How long a statement waits for a row lock (an organization's, say) before the request answers 503; 0: no limit. */
   databaseLockWaitSeconds: number;
+  /** Whether the hot paths' named statements are prepared per connection (db/prepared-statements.ts). */
+  databasePreparedStatements: PreparedStatementsSetting;
   /** TCP port (127.0.0.1) of the embedded PostgreSQL; undefined: its Unix socket only. */
   embeddedPostgresPort?: number;
   /** Where the embedded database, the e-mail outbox and uploads live. */
@@ -256,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseDirectUrl: directPostgresUrl(env),
     databaseWaitSeconds: integer('DATABASE_WAIT_SECONDS', env.DATABASE_WAIT_SECONDS, 30)!,
     databaseLockWaitSeconds: lockWaitSeconds(env.DATABASE_LOCK_WAIT_SECONDS),
+    databasePreparedStatements: preparedStatementsSetting(env.DATABASE_PREPARED_STATEMENTS),
     embeddedPostgresPort: port('EMBEDDED_POSTGRES_PORT', env.EMBEDDED_POSTGRES_PORT),
     dataDir: resolve(env.DATA_DIR || './data'),
     invitationLinkValidityMinutes: integer('INVITATION_LINK_VALIDITY_MINUTES', env.INVITATION_LINK_VALIDITY_MINUTES, 14400)!,

@@ -14,6 +14,7 @@ import { emojiDict } from '../../src/domain/emoji/custom-emoji.js';
 import { renderInvitationEmail } from '../../src/domain/email/invitation-email.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
+import { preparedStatementsSetting, preparesStatements } from '../../src/db/prepared-statements.js';
 import { encodeCursor } from '../../src/domain/connections.js';
 import { unixSecondsOfMs } from '../../src/domain/time.js';
 import { ROLE } from '../../src/domain/users/roles.js';
@@ -25,6 +26,24 @@ import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITAT
 // Number arrays parsed as the server's pool parses them.
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, application_name: 'bench floor', types: SQL_TYPE_PARSERS });
 const serverUrl = process.env.SERVER_URL!;
+
+// The statements the server sends named (src/db/sql.ts) are named here too, under the same setting,
+// so that PostgreSQL's share of the ratios compares like with like. Every text here is a constant or
+// one of the server's own list statements, so the names stay few.
+const preparedStatements = preparedStatementsSetting(process.env.DATABASE_PREPARED_STATEMENTS);
+const prepares = preparesStatements(preparedStatements, Boolean(process.env.DATABASE_DIRECT_URL));
+const names = new Map<string, string>();
+function nameOf(text: string): string {
+  let name = names.get(text);
+  if (!name) {
+    name = `floor.${createHash('sha256').update(text).digest('hex').slice(0, 10)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+function query(db: pg.Pool | pg.PoolClient, text: string, values: unknown[]) {
+  return prepares ? db.query({ name: nameOf(text), text, values }) : db.query(text, values);
+}
 const validityMinutes = Number(process.env.INVITATION_LINK_VALIDITY_MINUTES || 14400);
 
 interface Caller {
@@ -57,7 +76,8 @@ async function authenticate(req: IncomingMessage): Promise<Caller | undefined> {
   if (scheme !== 'Basic' || !encoded) return undefined;
   const [email, key] = Buffer.from(encoded, 'base64').toString().split(':');
   const hash = createHash('sha256').update(key ?? '').digest('hex');
-  const { rows } = await pool.query(
+  const { rows } = await query(
+    pool,
     `SELECT u.id, u."organizationId", u.role, u."fullName", u.email, u."emailKey", u."isActive", o.deactivated
        FROM user_account u JOIN organization o ON o.id = u."organizationId" WHERE u."apiKeyHash" = $1`,
     [hash],
@@ -84,14 +104,14 @@ const COUNT_HIT = `
 async function withinRateLimits(caller: Caller): Promise<boolean> {
   if (rateRules.length === 0) return true;
   const keys = rateRules.map((rule) => `floor-user:${caller.id}:${rule.windowSeconds}`);
-  const { rows } = await pool.query(COUNT_HIT, [new Date().toISOString(), keys, rateRules.map((rule) => rule.windowSeconds)]);
+  const { rows } = await query(pool, COUNT_HIT, [new Date().toISOString(), keys, rateRules.map((rule) => rule.windowSeconds)]);
   return rows.every((row) => row.count <= rateRules[keys.indexOf(row.key)]!.maxRequests);
 }
 
 /** The caller's files by the server's own statement of the list (rows, messages as arrays), as the server sends it. */
 async function ownAttachments(caller: Caller, withDates: boolean) {
   const { text, values } = ownAttachmentsListStatement(caller, withDates);
-  const { rows } = await pool.query(text, values);
+  const { rows } = await query(pool, text, values);
   return { files: rows.filter((row) => row.id !== null), total: Number(rows[0].uploadSpaceUsed) };
 }
 
@@ -124,7 +144,7 @@ async function graphqlAttachments(caller: Caller, res: ServerResponse) {
 /** The first page of the caller's files: the server's own statement (one extra row says whether more follow). */
 async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
   const { text, values } = ownAttachmentsListStatement(caller, true, ATTACHMENT_PAGE_SIZE + 1);
-  const { rows } = await pool.query(text, values);
+  const { rows } = await query(pool, text, values);
   const files = rows.filter((row) => row.id !== null);
   const nodes = files.slice(0, ATTACHMENT_PAGE_SIZE).map(graphqlFile);
   const last = nodes.at(-1);
@@ -141,7 +161,7 @@ const secondsOrNull = (ms: number | null) => (ms === null ? null : unixSecondsOf
  */
 async function graphqlInvitations(caller: Caller, res: ServerResponse) {
   const { text, values } = pendingInvitationsStatement(caller);
-  const { rows } = await pool.query(text, values);
+  const { rows } = await query(pool, text, values);
   const invitations = rows.map((row) => ({
     id: row.id,
     email: row.email,
@@ -156,7 +176,8 @@ async function graphqlInvitations(caller: Caller, res: ServerResponse) {
 
 async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse) {
   const missing = () => send(res, 404, { result: 'error', msg: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });
-  const { rows } = await pool.query(
+  const { rows } = await query(
+    pool,
     `SELECT id, "organizationId", name, deactivated, "authorId", "fileName" FROM custom_emoji
       WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated ORDER BY id LIMIT 1`,
     [caller.organizationId, name],
@@ -167,7 +188,8 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
     return send(res, 400, { result: 'error', msg: 'Must be an organization administrator or emoji author', code: 'BAD_REQUEST' });
   }
   const audit = { before: emojiDict(emoji), after: emojiDict({ ...emoji, deactivated: true }) };
-  const { rowCount } = await pool.query(
+  const { rowCount } = await query(
+    pool,
     `WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated
                       RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
      event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
@@ -187,14 +209,15 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const org = (await client.query(`SELECT name FROM organization WHERE id = $1 FOR UPDATE`, [caller.organizationId])).rows[0];
-    const existing = await client.query(`SELECT 1 FROM user_account WHERE "organizationId" = $1 AND "emailKey" = ANY($2)`, [
+    const org = (await query(client, `SELECT name FROM organization WHERE id = $1 FOR UPDATE`, [caller.organizationId])).rows[0];
+    const existing = await query(client, `SELECT 1 FROM user_account WHERE "organizationId" = $1 AND "emailKey" = ANY($2)`, [
       caller.organizationId,
       emails.map((e) => e.toLowerCase()),
     ]);
     if (existing.rowCount) throw new Error('the floor invites new addresses only');
     const keys = emails.map(() => generateConfirmationKey());
-    const created = await client.query(
+    const created = await query(
+      client,
       `INSERT INTO invitation ("organizationId", email, "referrerId", "invitedAs", "invitedAt", "expiresAt", "confirmationKey")
        SELECT $1, email, $2, $3, $4, $5, key FROM unnest($6::text[], $7::text[]) AS t(email, key) RETURNING id, email, "confirmationKey"`,
       [caller.organizationId, caller.id, Number(body.get('invite_as') ?? 400), now, expiresAt, emails, keys],
@@ -208,7 +231,8 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
         expiresAt,
       }),
     );
-    await client.query(
+    await query(
+      client,
       // Queued like the server's, but never due: the server's worker (same database) must not spend
       // the floor's rounds delivering the floor's e-mails.
       // With the invites_changed event for the organization's owners and administrators and the inviter.

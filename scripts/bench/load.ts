@@ -62,6 +62,8 @@ export interface Round {
    * sensitive than the rates to other work on a shared machine.
    */
   cpuMsPerRequest: number;
+  /** PostgreSQL's CPU time (every postgres process of the machine, postgresCpuSince) per answered request over the round. */
+  postgresCpuMsPerRequest: number;
   /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
   failed: number;
   /** Worst latency of the probe request during the round, when the scenario has one. */
@@ -153,6 +155,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
   const checker = answerChecker(expected);
   const before = await server.statements();
   const cpuBefore = cpuMsOf(server.child.pid!);
+  const postgresCpu = postgresCpuSince();
   const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
     url: server.url,
@@ -173,6 +176,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
   });
   const probeMaxMs = await stopProbe?.();
   const cpuMs = cpuMsOf(server.child.pid!) - cpuBefore;
+  const postgresCpuMs = postgresCpu();
   const after = await server.statements();
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) {
@@ -191,6 +195,7 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
     requests,
     sqlPerRequest: (after - before) / requests,
     cpuMsPerRequest: cpuMs / requests,
+    postgresCpuMsPerRequest: postgresCpuMs / requests,
     failed,
     probeMaxMs,
     ...checker.result(),

@@ -59,6 +59,7 @@ const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(by
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
 // Results written before the column existed have no figure.
 const cpu = (round: Round) => (round.cpuMsPerRequest === undefined ? 'n/a' : fixed(round.cpuMsPerRequest, 2));
+const postgresCpu = (round: Round) => (round.postgresCpuMsPerRequest === undefined ? 'n/a' : fixed(round.postgresCpuMsPerRequest, 2));
 
 export function markdownReport(report: { quick: boolean; date: string; machine: Awaited<ReturnType<typeof machineFacts>>; load: { connections: number; seconds: number; rounds: number }; modes: ModeResult[] }): string {
   const m = report.machine;
@@ -72,12 +73,13 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
   if (failed.length > 0) lines.push('', `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`);
   for (const mode of report.modes) {
     lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
-    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | server peak RSS |');
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | PostgreSQL CPU ms per request (server / floor) | server peak RSS |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of mode.scenarios) {
       lines.push(
         `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
-          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${cpu(s.real)} / ${cpu(s.floor)} | ${mib(s.serverPeakRss)} |`,
+          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${cpu(s.real)} / ${cpu(s.floor)} | ` +
+          `${postgresCpu(s.real)} / ${postgresCpu(s.floor)} | ${mib(s.serverPeakRss)} |`,
       );
     }
     const limited = mode.scenarios.filter((x) => x.databaseLimit);

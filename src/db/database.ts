@@ -13,6 +13,7 @@ import { EMBEDDED_DATABASE, startEmbeddedPostgres, type EmbeddedPostgres } from 
 import { applyMigrationsAndDisconnect, hasPendingMigrations } from './migrations.js';
 import { lockWait } from './lock-wait.js';
 import { withLibpqSslModes } from './tls.js';
+import { preparesStatements, probePreparedStatements, type PreparedStatementsSetting } from './prepared-statements.js';
 
 export type DatabaseClient = PrismaClient;
 
@@ -20,6 +21,8 @@ export interface Database {
   prisma: PrismaClient;
   /** Hand-written statements for the hot paths, on Prisma's own connection pool (sql.ts). */
   sql: Sql;
+  /** Whether `sql` prepares its named statements on each connection (db/prepared-statements.ts). */
+  preparesStatements: boolean;
   /** The connection pool under both (its counts for the metrics). */
   pool: pg.Pool;
   /** Who hears of an idle pooled connection that failed (default: a warning in the log); src/server.ts tells the database status. */
@@ -35,6 +38,8 @@ export interface Database {
 /** How long a statement waits for a lock before PostgreSQL gives up (55P03); 0 or unset: no limit. */
 interface PoolOptions {
   lockWaitSeconds?: number;
+  /** Default auto (db/prepared-statements.ts). */
+  preparedStatements?: PreparedStatementsSetting;
 }
 
 export type DatabaseOptions = PoolOptions &
@@ -55,10 +60,10 @@ export type DatabaseOptions = PoolOptions &
   );
 
 export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log?: (line: string) => void): DatabaseOptions {
-  const lockWaitSeconds = config.databaseLockWaitSeconds;
+  const pool = { lockWaitSeconds: config.databaseLockWaitSeconds, preparedStatements: config.databasePreparedStatements };
   return config.databaseUrl
-    ? { databaseUrl: config.databaseUrl, directUrl: config.databaseDirectUrl, waitSeconds: config.databaseWaitSeconds, lockWaitSeconds, log }
-    : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, lockWaitSeconds, log };
+    ? { databaseUrl: config.databaseUrl, directUrl: config.databaseDirectUrl, waitSeconds: config.databaseWaitSeconds, ...pool, log }
+    : { dataDir: config.dataDir, owner, tcpPort: config.embeddedPostgresPort, ...pool, log };
 }
 
 /** Connections per process (node-postgres's default); several processes share one PostgreSQL. */
@@ -116,6 +121,9 @@ const lockWaitOf = (urls: ConnectionUrls, options: PoolOptions) => lockWait((opt
 async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
   await migrateOnce(urls.directUrl);
   const limit = lockWaitOf(urls, options);
+  const throughPooler = urls.url !== urls.directUrl;
+  const prepare = preparesStatements(options.preparedStatements ?? 'auto', throughPooler);
+  if (prepare && throughPooler) await probePreparedStatements(urls.url, limit.connection);
   const pool = new pg.Pool({ connectionString: urls.url, max: POOL_SIZE, ...limit.connection, types: SQL_TYPE_PARSERS });
   // An idle connection's error (PostgreSQL restarted, a network cut) must not end the process;
   // requests meet the error themselves and answer 503 (src/http/database-status.ts).
@@ -130,7 +138,8 @@ async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], option
   const prisma = new PrismaClient({ adapter: limit.prismaAdapter(new PrismaPg(pool)) });
   return {
     prisma,
-    sql: sqlOver(pool, limit.begin),
+    sql: sqlOver(pool, limit.begin, prepare),
+    preparesStatements: prepare,
     pool,
     onIdleConnectionError: (handler) => void (idleConnectionFailed = handler),
     kind,

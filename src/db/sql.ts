@@ -1,12 +1,53 @@
 // Hand-written statements on the hottest paths go straight to the driver, on the same connection
 // pool Prisma's adapter uses: no query interpretation, no per-value conversion, no JSON round trip.
 // Rows come back as `pg` parses them (int4 and float8 as numbers, int8 as text, arrays as arrays), so
-// these statements select epoch milliseconds rather than timestamps.
+// these statements select epoch milliseconds rather than timestamps. The hot ones are named
+// statements (`namedStatement`): where the connection allows it, each is parsed and planned once per
+// connection rather than at every execution (docs/guide/performance.md).
+import { createHash } from 'node:crypto';
 import pg from 'pg';
+
+/**
+ * A hot-path statement of constant text, prepared once per connection when the database allows it.
+ * Only module-level constants and the families' few texts are named, so the set of names a connection
+ * prepares stays bounded.
+ */
+export interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** A constant statement to send named; its name is `label` plus a short hash of its text (one text per name). */
+export function namedStatement(label: string, text: string): NamedStatement {
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 10);
+  return Object.freeze({ name: `${label}.${hash}`, text });
+}
+
+/** Most distinct texts one family names; a family whose text varied per request would stop there. */
+export const FAMILY_TEXT_LIMIT = 64;
+
+/**
+ * The named statements of a family whose text a call site builds from a few fixed choices (a keyset
+ * page's direction and bounds, a role's filter: never a value, which travels as a parameter). Each
+ * distinct text is named once, as `namedStatement` names it; past FAMILY_TEXT_LIMIT texts, further
+ * ones go unnamed, so a family cannot grow the set of statements prepared on a connection without bound.
+ */
+export function namedStatementFamily(label: string): (text: string) => NamedStatement | string {
+  const named = new Map<string, NamedStatement>();
+  return (text) => {
+    let statement = named.get(text);
+    if (!statement) {
+      if (named.size >= FAMILY_TEXT_LIMIT) return text;
+      statement = namedStatement(label, text);
+      named.set(text, statement);
+    }
+    return statement;
+  };
+}
 
 export interface Sql {
   /** The rows of one parameterized statement ($1, $2, ... bound to `values`). */
-  rows<Row>(text: string, values: readonly unknown[]): Promise<Row[]>;
+  rows<Row>(statement: string | NamedStatement, values: readonly unknown[]): Promise<Row[]>;
   /** `work` in one transaction on one pooled connection: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
 }
@@ -72,8 +113,13 @@ export const SQL_TYPE_PARSERS = {
  * The rows of a statement built with Prisma's `Prisma.sql` tag (nested fragments and array parameters
  * included); dates travel as UTC text, as Prisma sends them, whatever the process's time zone.
  */
-export function statementRows<Row>(sql: Sql, statement: { text: string; values: unknown[] }): Promise<Row[]> {
-  return sql.rows<Row>(statement.text, statement.values.map((value) => (value instanceof Date ? value.toISOString() : value)));
+export function statementRows<Row>(
+  sql: Sql,
+  statement: { text: string; values: unknown[] },
+  family?: (text: string) => NamedStatement | string,
+): Promise<Row[]> {
+  const values = statement.values.map((value) => (value instanceof Date ? value.toISOString() : value));
+  return sql.rows<Row>(family ? family(statement.text) : statement.text, values);
 }
 
 /** A statement's values, each added where its placeholder ($1, $2, ...) is written. */
@@ -88,19 +134,27 @@ export class Parameters {
   }
 }
 
-function rowsOver(db: Queryable) {
-  return async <Row>(text: string, values: readonly unknown[]) => (await db.query(text, values as unknown[])).rows as Row[];
+/** Named statements go to the driver with their name (it prepares each once per connection) when `prepare`. */
+function rowsOver(db: Queryable, prepare: boolean) {
+  return async <Row>(statement: string | NamedStatement, values: readonly unknown[]) => {
+    if (typeof statement === 'string') return (await db.query(statement, values as unknown[])).rows as Row[];
+    if (!prepare) return (await db.query(statement.text, values as unknown[])).rows as Row[];
+    return (await db.query({ name: statement.name, text: statement.text, values: values as unknown[] })).rows as Row[];
+  };
 }
 
-/** `begin` opens each transaction (db/lock-wait.ts: through a pooler it also sets the lock wait limit). */
-export function sqlOver(pool: pg.Pool, begin = 'BEGIN'): Sql {
+/**
+ * `begin` opens each transaction (db/lock-wait.ts: through a pooler it also sets the lock wait limit);
+ * `prepare`: named statements are prepared on each connection (db/prepared-statements.ts decides).
+ */
+export function sqlOver(pool: pg.Pool, begin = 'BEGIN', prepare = false): Sql {
   return {
-    rows: rowsOver(pool),
+    rows: rowsOver(pool, prepare),
     async transaction<T>(work: (tx: Sql) => Promise<T>) {
       // A connection dropped between two statements fails the next one: the pool's clients always
       // hear their 'error' (src/db/database.ts), so it cannot end the process.
       const client = await pool.connect();
-      const tx: Sql = { rows: rowsOver(client), transaction: () => Promise.reject(new Error('already in a transaction')) };
+      const tx: Sql = { rows: rowsOver(client, prepare), transaction: () => Promise.reject(new Error('already in a transaction')) };
       try {
         await client.query(begin);
         const result = await work(tx);

@@ -12,6 +12,8 @@ const shapes: { pattern: RegExp; captured: CapturedStatement[] }[] = [];
 export interface CapturedStatement {
   text: string;
   values: unknown[];
+  /** Set when the statement was sent named (prepared once per connection, db/sql.ts). */
+  name?: string;
 }
 let installed = false;
 
@@ -29,7 +31,8 @@ function install(): void {
     statements++;
     if (shapes.length > 0) {
       const text = statementText(args[0]);
-      for (const shape of shapes) if (shape.pattern.test(text)) shape.captured.push({ text, values: statementValues(args) });
+      const name = (args[0] as { name?: string } | undefined)?.name;
+      for (const shape of shapes) if (shape.pattern.test(text)) shape.captured.push({ text, values: statementValues(args), name });
     }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;

@@ -45,10 +45,17 @@ export async function runOnTestDatabase(text: string, values: unknown[] = []): P
  * A server of its own on port 0, with a private data directory. It runs no e-mail worker unless
  * asked to (`{ outbox: {} }`): queued mail then stays visible to the test that queued it.
  */
-export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = { outbox: false }): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Partial<Config> = {},
+  options: ServerOptions = { outbox: false },
+  /** `direct`: to PostgreSQL itself even when the run has a pooler. */
+  connection: 'as-the-run' | 'direct' = 'as-the-run',
+): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-test-'));
   const config = { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir, ...overrides };
-  const server = await startServer(config, { ...(await testDatabaseUrls()), lockWaitSeconds: config.databaseLockWaitSeconds }, options);
+  const urls = connection === 'direct' ? { databaseUrl: await testDatabaseUrl() } : await testDatabaseUrls();
+  const pool = { lockWaitSeconds: config.databaseLockWaitSeconds, preparedStatements: config.databasePreparedStatements };
+  const server = await startServer(config, { ...urls, ...pool }, options);
   if (!overrides.serverUrl) server.app.config.serverUrl = server.url;
   const close = server.close.bind(server);
   server.close = async () => {

@@ -1,7 +1,7 @@
 // Uploaded files: the caller's own list, the organization's upload space used, the messages that
 // link to files, and deleting one's own file (behaviour.md section 5).
 import type { AppContext } from '../../app-context.js';
-import { Parameters, type Sql } from '../../db/sql.js';
+import { namedStatement, namedStatementFamily, Parameters, type Sql } from '../../db/sql.js';
 import { fileKey } from '../uploads/paths.js';
 import { distinctRowIds, isRowId } from '../ids.js';
 import type { Actor } from '../auth/authenticate.js';
@@ -114,9 +114,17 @@ export async function ownAttachmentsWithMessagesWithIds(sql: Sql, actor: Actor, 
   const parameters = new Parameters([actor.id, actor.organizationId]);
   const seek = seekSql(OWN_FILES_ORDER, { backward: false, limit: rowIds.length }, parameters);
   const narrowed = { ...seek, where: `${seek.where} AND id = ANY(${parameters.add(rowIds)}::int[])` };
-  const rows = await sql.rows<OwnAttachmentRow>(ownAttachmentsStatement(true, narrowed), parameters.values);
+  const rows = await sql.rows<OwnAttachmentRow>(OWN_FILES_STATEMENTS(ownAttachmentsStatement(true, narrowed)), parameters.values);
   return rows.filter((row) => row.id !== null).map(withMessages);
 }
+
+/** The lists' statements: their texts vary only with the list's kind and the page's bounds. */
+const OWN_FILES_STATEMENTS = namedStatementFamily('attachments.page');
+
+const COUNT_OWN_FILES = namedStatement(
+  'attachments.count',
+  'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2',
+);
 
 /** The caller's files by ascending id. */
 const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()], descending: false };
@@ -125,7 +133,7 @@ const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()]
 function ownFiles<A extends { id: number }>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
   const read = async (seek: Seek) => {
     const { text, values } = ownFilesStatement(actor, withMessages, seek);
-    const rows = await sql.rows<OwnAttachmentRow>(text, values);
+    const rows = await sql.rows<OwnAttachmentRow>(OWN_FILES_STATEMENTS(text), values);
     if (!rows[0]) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
     return { organization: rows[0], files: rows[0].id === null ? [] : rows.map(toAttachment) };
   };
@@ -158,10 +166,7 @@ async function ownAttachments<A extends { id: number }>(files: ReturnType<typeof
 }
 
 async function countOwnAttachments(sql: Sql, actor: Actor): Promise<number> {
-  const [row] = await sql.rows<{ count: number }>(
-    'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2',
-    [actor.id, actor.organizationId],
-  );
+  const [row] = await sql.rows<{ count: number }>(COUNT_OWN_FILES, [actor.id, actor.organizationId]);
   return row!.count;
 }
 

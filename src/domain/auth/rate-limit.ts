@@ -8,7 +8,7 @@
 // show (rate-limits.md).
 import type pg from 'pg';
 import type { NotificationSubscriber } from '../../db/notifications.js';
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import { DomainError } from '../errors.js';
 
 export interface RateRule {
@@ -145,7 +145,7 @@ const NEW_WINDOW = `rate_counter."windowEnd" <= $1::timestamp(3)`;
  * allowed. The counters grow by their weights unless the address is locked out; the lockout's
  * counter comes back when it is.
  */
-const COUNT_UNLESS_LOCKED_OUT = `
+const COUNT_UNLESS_LOCKED_OUT = namedStatement('rate.count-unless-locked-out', `
   WITH lockout AS (
     SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $5 AND count > $6 AND "windowEnd" > $1::timestamp(3)),
   hits AS (
@@ -159,28 +159,31 @@ const COUNT_UNLESS_LOCKED_OUT = `
     RETURNING ${COUNTER_COLUMNS})
   SELECT * FROM hits
   UNION ALL
-  SELECT * FROM lockout`;
+  SELECT * FROM lockout`);
 
 /** $1 now, $2 the address's failure key. */
-const READ_FAILURES = `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`;
+const READ_FAILURES = namedStatement(
+  'rate.read-failures',
+  `SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $2 AND "windowEnd" > $1::timestamp(3)`,
+);
 
 const LOCKOUT_CHANNEL = 'failed_login_lockout';
 
 /** $1 now, $2 the key, $3 window seconds: one more in the key's window. */
-const COUNT_ATTEMPT = `
+const COUNT_ATTEMPT = namedStatement('rate.count-attempt', `
   INSERT INTO rate_counter (key, count, "windowEnd")
   VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
   ON CONFLICT (key) DO UPDATE SET
     count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
     "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
-  RETURNING ${COUNTER_COLUMNS}`;
+  RETURNING ${COUNTER_COLUMNS}`);
 
 /**
  * $1 now, $2 the address's failure key, $3 window seconds, $4 the limit. Once the address is over
  * the limit, every process hears of it at commit ("<windowEnd ms> <key>"); a deleted failure
  * counter is announced as "0 <key>" (migration failed_login_release_notifications).
  */
-const COUNT_FAILURE = `
+const COUNT_FAILURE = namedStatement('rate.count-failure', `
   WITH counted AS (
     INSERT INTO rate_counter (key, count, "windowEnd")
     VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
@@ -189,7 +192,7 @@ const COUNT_FAILURE = `
       "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
     RETURNING ${COUNTER_COLUMNS})
   SELECT counted.*, CASE WHEN count > $4 THEN pg_notify('${LOCKOUT_CHANNEL}', "windowEnd"::int8 || ' ' || key) END AS announced
-    FROM counted`;
+    FROM counted`);
 
 /** $1 now, $2 the limit: the addresses locked out now, for a process that starts listening. */
 const CURRENT_LOCKOUTS = `

@@ -8,7 +8,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../app-context.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import { Prisma as PrismaNamespace } from '../../generated/prisma/client.js';
 import type { Transaction } from '../transaction.js';
 import type { Actor } from './actor.js';
@@ -49,16 +49,32 @@ export function sameToken(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
+const BEGIN_SESSION = namedStatement(
+  'sessions.begin',
+  `INSERT INTO user_session ("tokenHash", "userId", "passwordFingerprint", "createdAt", "expiresAt")
+     SELECT $1, u.id, ${FINGERPRINT_SQL('u."passwordHash"')}, $3::timestamp(3), $4::timestamp(3)
+       FROM user_account u WHERE u.id = $2`,
+);
+
+const READ_SESSION = namedStatement(
+  'sessions.read',
+  `SELECT s.id AS "sessionId", u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType",
+          (extract(epoch FROM u."dateJoined") * 1000)::float8 AS "dateJoinedMs", u."apiKeyHash"
+     FROM user_session s
+     JOIN user_account u ON u.id = s."userId"
+     JOIN organization o ON o.id = u."organizationId"
+    WHERE s."tokenHash" = $1 AND s."expiresAt" > $2::timestamp(3)
+      AND u."isActive" AND NOT o.deactivated
+      AND s."passwordFingerprint" = ${FINGERPRINT_SQL('u."passwordHash"')}`,
+);
+
+const END_SESSION = namedStatement('sessions.end', 'DELETE FROM user_session WHERE "tokenHash" = $1');
+
 /** Begins a session for the user (who just signed in), fingerprinting their password hash as it is now. */
 export async function beginSession(sql: Sql, userId: number, now = new Date()): Promise<NewSession> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_SECONDS * 1000);
-  await sql.rows(
-    `INSERT INTO user_session ("tokenHash", "userId", "passwordFingerprint", "createdAt", "expiresAt")
-     SELECT $1, u.id, ${FINGERPRINT_SQL('u."passwordHash"')}, $3::timestamp(3), $4::timestamp(3)
-       FROM user_account u WHERE u.id = $2`,
-    [sha256Hex(token), userId, now.toISOString(), expiresAt.toISOString()],
-  );
+  await sql.rows(BEGIN_SESSION, [sha256Hex(token), userId, now.toISOString(), expiresAt.toISOString()]);
   return { token, csrfToken: csrfTokenOf(token), expiresAt };
 }
 
@@ -76,17 +92,7 @@ export type SessionStore = Pick<AppContext, 'sql' | 'endedSessions'>;
 
 export async function readSession(app: SessionStore, token: string, now = new Date()): Promise<SessionOf | undefined> {
   if (!TOKEN_PATTERN.test(token) || app.endedSessions?.has(sha256Hex(token))) return undefined;
-  const rows = await app.sql.rows<SessionRow>(
-    `SELECT s.id AS "sessionId", u.id, u."organizationId", u.email, u."fullName", u.role, u."isBot", u."botType",
-            (extract(epoch FROM u."dateJoined") * 1000)::float8 AS "dateJoinedMs", u."apiKeyHash"
-       FROM user_session s
-       JOIN user_account u ON u.id = s."userId"
-       JOIN organization o ON o.id = u."organizationId"
-      WHERE s."tokenHash" = $1 AND s."expiresAt" > $2::timestamp(3)
-        AND u."isActive" AND NOT o.deactivated
-        AND s."passwordFingerprint" = ${FINGERPRINT_SQL('u."passwordHash"')}`,
-    [sha256Hex(token), now.toISOString()],
-  );
+  const rows = await app.sql.rows<SessionRow>(READ_SESSION, [sha256Hex(token), now.toISOString()]);
   const row = rows[0];
   if (!row) return undefined;
   const { sessionId, apiKeyHash, dateJoinedMs, ...user } = row;
@@ -96,7 +102,7 @@ export async function readSession(app: SessionStore, token: string, now = new Da
 /** Ends the session of `token` (sign-out); nothing happens for an unknown one. */
 export async function endSession(sql: Sql, token: string): Promise<void> {
   if (!TOKEN_PATTERN.test(token)) return;
-  await sql.rows('DELETE FROM user_session WHERE "tokenHash" = $1', [sha256Hex(token)]);
+  await sql.rows(END_SESSION, [sha256Hex(token)]);
 }
 
 /**

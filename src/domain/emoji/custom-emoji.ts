@@ -1,7 +1,7 @@
 // Custom emoji of an organization: listing, and deactivation by name (behaviour.md section 4).
 // Deactivated rows stay (old messages, reactions and statuses still render them).
 import type { DatabaseClient } from '../../db/database.js';
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { distinctRowIds } from '../ids.js';
@@ -114,18 +114,18 @@ export async function deactivateCustomEmoji(sql: Sql, actor: Actor, name: string
 }
 
 // Deactivation is a hot path (an administrator cleaning up), so both statements go straight to the driver.
-const ACTIVE_EMOJI_NAMED = `
+const ACTIVE_EMOJI_NAMED = namedStatement('emoji.active-named', `
   SELECT id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated" FROM custom_emoji
    WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated
-   ORDER BY id LIMIT 1`;
+   ORDER BY id LIMIT 1`);
 
 // The realm_emoji event (every user of the organization: an empty recipient list, the payload of
 // realmEmojiEvent) is written by the same statement; its REST dict is read at delivery.
-const DEACTIVATE_WITH_AUDIT = `
+const DEACTIVATE_WITH_AUDIT = namedStatement('emoji.deactivate', `
   WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated
                    RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
   event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
             SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
   INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
   SELECT $2, $3, $4, now() AT TIME ZONE 'UTC', $5::jsonb FROM updated
-  RETURNING id`;
+  RETURNING id`);

@@ -4,7 +4,7 @@
 // runs (a CTE) instead of paying a statement more.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { Sql } from '../../db/sql.js';
-import { statementRows } from '../../db/sql.js';
+import { namedStatementFamily, statementRows } from '../../db/sql.js';
 import type { Transaction } from '../transaction.js';
 import { ROLE } from '../users/roles.js';
 
@@ -54,7 +54,10 @@ export async function recordEvent(tx: Transaction, statement: Prisma.Sql): Promi
   await tx.$executeRaw(statement);
 }
 
+/** The event writes' statements: one text per kind of event (its values are parameters). */
+const EVENT_WRITES = namedStatementFamily('events.record');
+
 /** Writes an event in a transaction of the driver (db/sql.ts). */
 export async function recordEventSql(tx: Sql, statement: Prisma.Sql): Promise<void> {
-  await statementRows(tx, statement);
+  await statementRows(tx, statement, EVENT_WRITES);
 }

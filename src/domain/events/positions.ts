@@ -4,21 +4,23 @@
 // from one positioning at a time (an advisory lock), and a reader that sees position p sees every
 // lower one. The hot transactions only INSERT, as before; positioning costs nothing until someone
 // reads events (a poll, a registration, a process's reader while polls wait).
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import { inSqlTransaction } from '../transaction.js';
 
-const POSITIONING_LOCK = 'SELECT pg_advisory_xact_lock(22, 0)';
-const TRY_POSITIONING_LOCK = 'SELECT pg_try_advisory_xact_lock(22, 0) AS locked';
+const POSITIONING_LOCK = namedStatement('events.positioning-lock', 'SELECT pg_advisory_xact_lock(22, 0)');
+const TRY_POSITIONING_LOCK = namedStatement('events.try-positioning-lock', 'SELECT pg_try_advisory_xact_lock(22, 0) AS locked');
 /** Positions come from the ids' own sequence: unique, and increasing from one positioning to the next. */
 const POSITIONS_AT_ONCE = 10_000;
-const POSITION_EVENTS = `
+const POSITION_EVENTS = namedStatement('events.position', `
   WITH positioned AS (
     UPDATE event e SET position = numbered.position
       FROM (SELECT id, nextval(pg_get_serial_sequence('event', 'id')) AS position
               FROM (SELECT id FROM event WHERE position IS NULL ORDER BY id LIMIT ${POSITIONS_AT_ONCE}) waiting) numbered
      WHERE e.id = numbered.id
     RETURNING 1)
-  SELECT count(*)::int AS count FROM positioned`;
+  SELECT count(*)::int AS count FROM positioned`);
+
+const ANY_UNPOSITIONED = namedStatement('events.any-unpositioned', 'SELECT 1 FROM event WHERE position IS NULL LIMIT 1');
 
 /** Positions what is committed, a batch at a time, until nothing is left (a backlog nobody read may be long). */
 async function positionAll(tx: Sql): Promise<void> {
@@ -29,7 +31,7 @@ async function positionAll(tx: Sql): Promise<void> {
 }
 
 async function anyUnpositioned(sql: Sql): Promise<boolean> {
-  const rows = await sql.rows('SELECT 1 FROM event WHERE position IS NULL LIMIT 1', []);
+  const rows = await sql.rows(ANY_UNPOSITIONED, []);
   return rows.length > 0;
 }
 

@@ -5,7 +5,7 @@
 // issue's measurement), so the hot transactions stay as they were. Waiting long polls (and later
 // subscriptions) learn of events here, not by each querying the log. After a failed read it reads on
 // from where it was, so an outage loses nothing.
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import { positionCommittedEvents, positionEventsUnlessBusy } from './positions.js';
 
 export const READ_INTERVAL_MS = 80;
@@ -39,6 +39,11 @@ export interface LoggedEventRow {
 }
 
 export const LOGGED_EVENT_COLUMNS = 'position::text, "organizationId", type, "recipientIds", payload';
+
+const READ_AFTER = namedStatement(
+  'events.read-after',
+  `SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY event.position LIMIT ${ROWS_PER_READ}`,
+);
 
 export const loggedEvent = ({ position, ...row }: LoggedEventRow): LoggedEvent => ({ id: Number(position), ...row });
 
@@ -131,7 +136,7 @@ export class EventReader {
     // A full page means more is there: read on at once rather than a tick later.
     let rows: LoggedEventRow[];
     do {
-      rows = await this.sql.rows<LoggedEventRow>(`SELECT ${LOGGED_EVENT_COLUMNS} FROM event WHERE position > $1 ORDER BY event.position LIMIT ${ROWS_PER_READ}`, [this.lastSeen]);
+      rows = await this.sql.rows<LoggedEventRow>(READ_AFTER, [this.lastSeen]);
       for (const row of rows) {
         const event = loggedEvent(row);
         this.lastSeen = Math.max(this.lastSeen ?? 0, event.id);

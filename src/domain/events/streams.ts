@@ -4,6 +4,7 @@
 // subscriber missed, a page at a time as the subscriber takes it, then goes on with new events. A
 // stream ends when its credentials are refused, at shutdown, or when its subscriber falls too far
 // behind; a subscriber that goes away frees it at once.
+import { namedStatement } from '../../db/sql.js';
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
@@ -65,10 +66,15 @@ const processFull = () =>
 const tooManyOfUser = () => badRequest(`A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} subscriptions on one server: close some first.`);
 
 /** The subscriber's events of these types after `position`, oldest first. */
-const FOLLOWED_EVENTS = `
+const LOG_STATE = namedStatement(
+  'events.log-state',
+  'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS end FROM event_log_horizon',
+);
+
+const FOLLOWED_EVENTS = namedStatement('events.followed', `
   SELECT ${LOGGED_EVENT_COLUMNS} FROM event
    WHERE "organizationId" = $1 AND position > $2 AND ("recipientIds" = '{}' OR $3 = ANY("recipientIds")) AND type = ANY($4::text[])
-   ORDER BY event.position LIMIT ${REPLAY_PAGE}`;
+   ORDER BY event.position LIMIT ${REPLAY_PAGE}`);
 
 class EventStream implements AsyncIterableIterator<StreamItem> {
   private readonly held: LoggedEvent[] = [];
@@ -281,10 +287,7 @@ export class EventStreams {
   /** Where the log ends (everything committed positioned first) and how far it has been pruned. */
   private async logState(): Promise<LogState> {
     await positionCommittedEvents(this.app.sql);
-    const [log] = await this.app.sql.rows<{ prunedThrough: string; end: string | null }>(
-      'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS end FROM event_log_horizon',
-      [],
-    );
+    const [log] = await this.app.sql.rows<{ prunedThrough: string; end: string | null }>(LOG_STATE, []);
     const prunedThrough = Number(log?.prunedThrough ?? 0);
     return { end: Math.max(Number(log?.end ?? 0), prunedThrough), prunedThrough };
   }

@@ -2,7 +2,7 @@
 // referrer manages their own; administrators manage everyone's, except that invitations as
 // owner need an owner. Anything else, and other organizations' ids, are "No such invitation".
 import type { AppContext } from '../../app-context.js';
-import { Parameters, type Sql } from '../../db/sql.js';
+import { namedStatementFamily, Parameters, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmail } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
@@ -117,6 +117,10 @@ const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColu
 
 type ListOptions = { includeInactive: boolean; withReferrers?: boolean; withNotifyFlags?: boolean; order: KeysetOrder; ids?: number[] };
 
+/** The lists' statements: their texts vary only with the filter's kind (role, inactive ones, ids) and the page's bounds. */
+const INVITATION_PAGES = namedStatementFamily('invitations.page');
+const INVITATION_COUNTS = namedStatementFamily('invitations.count');
+
 /** The invitations the actor may list, in one of the two orders, read by keyset. */
 function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<Row> {
   assertMayUseInvitations(actor);
@@ -126,10 +130,11 @@ function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: 
     keyOf: (row) => (options.order === NEWEST_FIRST ? [row.invitedAtMs, row.id] : [row.id]),
     read: (seek) => {
       const { text, values } = invitationListStatement(filter, seek, options);
-      return sql.rows<Row>(text, values);
+      return sql.rows<Row>(INVITATION_PAGES(text), values);
     },
     count: async () => {
-      const [row] = await sql.rows<{ count: number }>(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`, filter.parameters.values);
+      const count = INVITATION_COUNTS(`SELECT count(*)::int AS count FROM invitation WHERE ${filter.where}`);
+      const [row] = await sql.rows<{ count: number }>(count, filter.parameters.values);
       return row!.count;
     },
   };

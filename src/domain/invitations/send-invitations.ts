@@ -20,7 +20,7 @@ import {
 import { distinctRowIds } from '../ids.js';
 import { inSqlTransaction } from '../transaction.js';
 import { insertInvitesChangedSql } from '../events/log.js';
-import { statementRows, type Sql } from '../../db/sql.js';
+import { namedStatementFamily, statementRows, type Sql } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
@@ -60,11 +60,15 @@ function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsReque
     transaction: (work) => inSqlTransaction(app.sql, work),
     async read(tx, checked, addresses) {
       const mail = invitationEmailParts(app.config, { expiresAt: checked.expiresAt, referrer: actor, organization: checked.org });
-      await statementRows(tx, lockOrganizationSql(checked.org.id));
+      await statementRows(tx, lockOrganizationSql(checked.org.id), LOCK_ORGANIZATION);
       return readAndInsert(tx, app.config, actor, { ...request, ...checked, addresses, mail });
     },
   };
 }
+
+const LOCK_ORGANIZATION = namedStatementFamily('invitations.lock-organization');
+/** The transaction's statement: its text varies only with which limits the request's checks read (lockedCountsSql). */
+const INVITE_STATEMENTS = namedStatementFamily('invitations.send');
 
 type StoreRequest = SendInvitationsRequest & CheckedRequest & { addresses: ScreenedAddresses<Invitee>; mail: InvitationEmailParts };
 
@@ -80,7 +84,9 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
   const reads = lockedReads(config, request, addresses);
   const candidates = addresses.invalid.length > 0 ? [] : addresses.valid.filter((a) => !isSystemBot(a.emailKey));
   const recipients = candidates.map((a) => ({ toAddress: a.email, confirmationKey: a.confirmationKey }));
-  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(tx, Prisma.sql`
+  const rows = await statementRows<LockedCounts & (CreatedInvitation | { [key in keyof CreatedInvitation]: null })>(
+    tx,
+    Prisma.sql`
     WITH locked AS (
       SELECT ${lockedCountsSql(org.id, now, reads)}
     ), created AS (
@@ -105,7 +111,9 @@ async function readAndInsert(tx: Sql, config: Config, actor: Actor, request: Sto
       ${insertInvitesChangedSql(org.id, actor.id, Prisma.sql`EXISTS (SELECT FROM created)`)}
     )
     SELECT locked.*, created.id, created.email, created."invitedAs", created."referrerId", created.status
-    FROM locked LEFT JOIN created ON true ORDER BY created.id`);
+    FROM locked LEFT JOIN created ON true ORDER BY created.id`,
+    INVITE_STATEMENTS,
+  );
   // The times are the request's own (the rows hold them as sent).
   const created = rows
     .filter((row): row is LockedCounts & CreatedInvitation => row.id !== null)

@@ -1,5 +1,5 @@
 // What lists show of a user beside what they list, and reading it for users of one organization.
-import type { Sql } from '../../db/sql.js';
+import { namedStatement, type Sql } from '../../db/sql.js';
 import { distinctRowIds } from '../ids.js';
 
 /** What lists show of a user beside what they list (an invitation's referrer, an emoji's author). */
@@ -11,6 +11,11 @@ export interface UserSummary {
   isBot: boolean;
 }
 
+const ORGANIZATION_USER_SUMMARIES = namedStatement(
+  'users.summaries',
+  'SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE "organizationId" = $1 AND id = ANY($2::int[]) ORDER BY id',
+);
+
 /**
  * Those of `ids` that are users of the organization, by ascending id, deactivated ones too (lists show
  * them as referrers and authors); another organization's users name nothing.
@@ -18,8 +23,5 @@ export interface UserSummary {
 export async function organizationUserSummaries(sql: Sql, organizationId: number, ids: number[]): Promise<UserSummary[]> {
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0) return [];
-  return sql.rows<UserSummary>(
-    'SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE "organizationId" = $1 AND id = ANY($2::int[]) ORDER BY id',
-    [organizationId, rowIds],
-  );
+  return sql.rows<UserSummary>(ORGANIZATION_USER_SUMMARIES, [organizationId, rowIds]);
 }
