@@ -16,7 +16,12 @@ import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
 import { freshDatabaseBeside } from './bench/databases.js';
 import { statementsPerSecond } from './bench/database-limit.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
-import { ANONYMOUS_DOCUMENTS_SCENARIO, anonymousDocumentsMarkdown, runAnonymousDocuments, type AnonymousDocumentsResult } from './bench/anonymous-documents.js';
+import {
+  ANONYMOUS_DOCUMENTS_SCENARIO,
+  anonymousDocumentsMarkdown,
+  runAnonymousDocuments,
+  type AnonymousDocumentsResult,
+} from './bench/anonymous-documents.js';
 import { emojiWrites } from './bench/emoji-rows.js';
 import { invitationWrites } from './bench/invitation-rows.js';
 import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
@@ -24,8 +29,34 @@ import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './ben
 import { median, runRound, type Round, type Scenario } from './bench/load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY, LISTED_INVITATIONS, benchOrganization, importedIds, insertListedInvitations, describeVolume, emojiName, FULL, QUICK, type DataSet, type Volume } from './bench/organization.js';
-import { cliCommand, FLOOR_COMMAND, serverDatabasePids, realServerCommand, removeWorkDir, rssOf, sampleRss, startProcess, THROUGHPUT_ENV, type BenchProcess } from './bench/processes.js';
+import {
+  ATTACHMENT_PAGE_QUERY,
+  ATTACHMENT_PAGE_SIZE,
+  ATTACHMENTS_QUERY,
+  INVITATIONS_QUERY,
+  LISTED_INVITATIONS,
+  benchOrganization,
+  importedIds,
+  insertListedInvitations,
+  describeVolume,
+  emojiName,
+  FULL,
+  QUICK,
+  type DataSet,
+  type Volume,
+} from './bench/organization.js';
+import {
+  cliCommand,
+  FLOOR_COMMAND,
+  serverDatabasePids,
+  realServerCommand,
+  removeWorkDir,
+  rssOf,
+  sampleRss,
+  startProcess,
+  THROUGHPUT_ENV,
+  type BenchProcess,
+} from './bench/processes.js';
 import { IDLE_SECONDS, machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
 import { violation, violations, violationsMarkdown } from './bench/violations.js';
 
@@ -56,7 +87,6 @@ interface Organization {
   volume: Volume;
 }
 
-
 /** Imports one organization through the CLI's import (the import path), with a known key for every user. */
 async function importOrganization(name: DataSet, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<Organization> {
   const volume = volumes[name];
@@ -84,7 +114,10 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
 async function deliverQueued(env: Record<string, string>, db: pg.Pool): Promise<void> {
   // Its output is a log line per e-mail written to a file: up to tens of thousands after the hostile load.
   await run(process.execPath, [...cliCommand(), 'deliver-emails'], { env: { ...process.env, ...env }, maxBuffer: 1 << 28 });
-  const { rows } = await db.query(`SELECT count(*)::int AS due FROM outbox_email WHERE status = 'PENDING' AND "nextAttemptAt" <= $1::timestamp(3)`, [new Date().toISOString()]);
+  const { rows } = await db.query(
+    `SELECT count(*)::int AS due FROM outbox_email WHERE status = 'PENDING' AND "nextAttemptAt" <= $1::timestamp(3)`,
+    [new Date().toISOString()],
+  );
   if (rows[0].due > 0) throw new Error(`deliver-emails left ${rows[0].due} e-mails due`);
 }
 
@@ -134,7 +167,9 @@ function graphqlInvitations(org: Organization, { db }: BenchContext): ScenarioSp
 }
 
 async function pendingInvitations(db: pg.Pool, org: Organization) {
-  const { rows } = await db.query(`SELECT count(*)::int AS pending FROM invitation WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
+  const { rows } = await db.query(`SELECT count(*)::int AS pending FROM invitation WHERE "organizationId" = $1 AND status = 'PENDING'`, [
+    org.id,
+  ]);
   if (rows[0].pending === LISTED_INVITATIONS) return;
   await db.query(`UPDATE invitation SET status = 'REVOKED' WHERE "organizationId" = $1 AND status = 'PENDING'`, [org.id]);
   await insertListedInvitations(db, org.id, org.administratorId);
@@ -171,8 +206,14 @@ function invites(org: Organization, bench: BenchContext, count: number, { everyo
     vary: (request) => {
       const batch = invitationBatch++;
       const emails = Array.from({ length: count }, (_, k) => `invitee-${runId}-${batch}-${k}@invitees.example`);
-      const headers = everyone ? { ...request.headers, authorization: org.authorizations[caller++ % org.authorizations.length]! } : request.headers;
-      return { ...request, headers, body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString() };
+      const headers = everyone
+        ? { ...request.headers, authorization: org.authorizations[caller++ % org.authorizations.length]! }
+        : request.headers;
+      return {
+        ...request,
+        headers,
+        body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString(),
+      };
     },
   };
 }
@@ -206,7 +247,11 @@ interface RegisteredScenario {
 const SCENARIOS: RegisteredScenario[] = [
   { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
   { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
-  { name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`, organization: 'main', build: graphqlAttachmentPage },
+  {
+    name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`,
+    organization: 'main',
+    build: graphqlAttachmentPage,
+  },
   { name: `GraphQL invitations (${LISTED_INVITATIONS} pending)`, organization: 'main', build: graphqlInvitations },
   { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
   { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, bench) => invites(org, bench, 1) },
@@ -235,7 +280,9 @@ const hostileParties = (org: Organization) => ({ id: org.id, authorization: org.
 /** The unknown emoji's refusal too must be the same. */
 async function assertSameRefusal(org: Organization, { floor, real }: Pair) {
   const missing = (server: BenchProcess) =>
-    fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: asAdministrator(org) }).then(async (r) => `${r.status} ${await r.text()}`);
+    fetch(`${server.url}/api/v1/realm/emoji/no_such_emoji`, { method: 'DELETE', headers: asAdministrator(org) }).then(
+      async (r) => `${r.status} ${await r.text()}`,
+    );
   const [a, b] = [await missing(floor), await missing(real)];
   if (a !== b) throw new Error(`unknown emoji: the floor answered ${a}, the server ${b}`);
 }
@@ -253,7 +300,12 @@ async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<R
  * statement alone (its database-bound limit) runs after each pair of rounds. `afterServerRound`:
  * what is read right after each of the server's rounds (its database's memory), never during one.
  */
-async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: string, afterServerRound = () => {}): Promise<ScenarioResult> {
+async function measure(
+  scenario: Scenario,
+  { floor, real }: Pair,
+  databaseUrl: string,
+  afterServerRound = () => {},
+): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
   const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
   const alone: number[] = [];
@@ -272,9 +324,18 @@ async function measure(scenario: Scenario, { floor, real }: Pair, databaseUrl: s
     if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, LOAD));
   }
   const databaseLimit = alone.length ? alone.sort((a, b) => a - b)[Math.floor((alone.length - 1) / 2)] : undefined;
-  const result = { name: scenario.name, real: median(rounds.real), floor: median(rounds.floor), databaseLimit, serverPeakRss, mismatches: roundMismatches(rounds.floor, rounds.real, expected) };
+  const result = {
+    name: scenario.name,
+    real: median(rounds.real),
+    floor: median(rounds.floor),
+    databaseLimit,
+    serverPeakRss,
+    mismatches: roundMismatches(rounds.floor, rounds.real, expected),
+  };
   const limit = databaseLimit ? `, its statement alone ${databaseLimit.toFixed(0)}/s` : '';
-  console.error(`${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)${limit}`);
+  console.error(
+    `${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)${limit}`,
+  );
   return result;
 }
 
@@ -306,7 +367,12 @@ async function measureRateLimited(scenario: Scenario, env: Record<string, string
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
-type ModeResults = ModeResult & { hostile?: HostileResult; live?: LiveResult; pages?: PagesResult; anonymousDocuments?: AnonymousDocumentsResult };
+type ModeResults = ModeResult & {
+  hostile?: HostileResult;
+  live?: LiveResult;
+  pages?: PagesResult;
+  anonymousDocuments?: AnonymousDocumentsResult;
+};
 
 async function benchMode(mode: Mode): Promise<ModeResults> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
@@ -328,7 +394,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     const bench: BenchContext = { db: pool, deliverQueued: () => deliverQueued(env, pool) };
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
-      const needed = name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));
+      const needed =
+        name === 'main' || entries.some((entry) => entry.organization === name) || (name === PAGES.organization && isSelected(PAGES));
       if (needed) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
@@ -352,7 +419,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, workDir, db!))
         : await measure(scenario, pair, databaseUrl, realRss.sampleDatabase);
-      for (const mismatch of result.mismatches) violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
+      for (const mismatch of result.mismatches)
+        violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push(result);
     }
     const realPeaks = realRss.stop();
@@ -370,7 +438,9 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
         })
       : undefined;
     const pages = isSelected(PAGES) ? await runPages(real, db, organizations.pages!, ROUNDS) : undefined;
-    const anonymousDocuments = isSelected({ name: ANONYMOUS_DOCUMENTS_SCENARIO }) ? await runAnonymousDocuments(real.url, real.child.pid!) : undefined;
+    const anonymousDocuments = isSelected({ name: ANONYMOUS_DOCUMENTS_SCENARIO })
+      ? await runAnonymousDocuments(real.url, real.child.pid!)
+      : undefined;
     // Last, on its own: it adds 60,000 files and 30,000 invitations, and its memory is not the normal load's.
     const hostile = isSelected({ name: HOSTILE_SCENARIO }) ? await runHostile(real, db, hostileParties(organizations.main!)) : undefined;
     return {
@@ -417,18 +487,39 @@ async function main() {
   if (flags.mode !== 'external') await benchBoth({ kind: 'embedded' });
   if (external && flags.mode !== 'embedded') await benchBoth({ kind: 'external', databaseUrl: external });
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
-  const report = { quick: flags.quick, date: new Date().toISOString(), machine: await machineFacts(external), load: LOAD, violations: violations(), modes, outbox, signIn };
+  const report = {
+    quick: flags.quick,
+    date: new Date().toISOString(),
+    machine: await machineFacts(external),
+    load: LOAD,
+    violations: violations(),
+    modes,
+    outbox,
+    signIn,
+  };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || flags.mode;
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
-  const markdown = violationsMarkdown() + markdownReport(report) + liveMarkdown(modes) + pagesMarkdown(modes) + anonymousDocumentsMarkdown(modes) + hostileMarkdown(modes) + outboxMarkdown(outbox) + signInMarkdown(signIn);
+  const markdown =
+    violationsMarkdown() +
+    markdownReport(report) +
+    liveMarkdown(modes) +
+    pagesMarkdown(modes) +
+    anonymousDocumentsMarkdown(modes) +
+    hostileMarkdown(modes) +
+    outboxMarkdown(outbox) +
+    signInMarkdown(signIn);
   await writeFile(`${name}.json`, `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(`${name}.md`, markdown);
   console.log(markdown);
   console.error(`Wrote ${name}.json and ${name}.md`);
   if (violations().length > 0) {
-    console.error(`FAILED: ${violations().length} broken invariants:\n${violations().map((v) => `- ${v.scenario}: ${v.reason}`).join('\n')}`);
+    console.error(
+      `FAILED: ${violations().length} broken invariants:\n${violations()
+        .map((v) => `- ${v.scenario}: ${v.reason}`)
+        .join('\n')}`,
+    );
     process.exitCode = 1;
   }
 }

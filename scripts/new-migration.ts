@@ -20,9 +20,7 @@ const schema = { path: SCHEMA_PATH, content: await readFile(SCHEMA_PATH, 'utf8')
 const scratch = new PGlite();
 const engine = await openSchemaEngine(schema, new PrismaPGlite(scratch));
 const migrationsList = await loadMigrationList();
-const from = migrationsList.migrationDirectories.length
-  ? { tag: 'migrations' as const, ...migrationsList }
-  : { tag: 'empty' as const };
+const from = migrationsList.migrationDirectories.length ? { tag: 'migrations' as const, ...migrationsList } : { tag: 'empty' as const };
 const { stdout } = await engine.diff({
   from,
   to: { tag: 'schemaDatamodel', files: [schema] },

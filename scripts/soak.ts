@@ -49,11 +49,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const named = (url: string, database: string) => Object.assign(new URL(url), { pathname: `/${database}` }).toString();
 
 async function sweepFiles(env: Record<string, string>) {
-  const { stdout } = await promisify(execFile)(process.execPath, [...cliCommand(), 'sweep-files', '--grace-minutes', '0'], { env: { ...process.env, ...env } });
+  const { stdout } = await promisify(execFile)(process.execPath, [...cliCommand(), 'sweep-files', '--grace-minutes', '0'], {
+    env: { ...process.env, ...env },
+  });
   console.error(`soak: file sweep: ${stdout.trim().split('\n').pop()}`);
 }
 
-async function importOrganization(index: number, users: number, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<SoakOrganization> {
+async function importOrganization(
+  index: number,
+  users: number,
+  env: Record<string, string>,
+  workDir: string,
+  db: pg.Pool,
+): Promise<SoakOrganization> {
   const { file } = benchOrganization(`soak${index}`, { users, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 });
   const keys = file.users!.map((user) => (user.api_key = generateApiKey()));
   const path = join(workDir, `soak${index}.json`);
@@ -78,13 +86,21 @@ async function importOrganization(index: number, users: number, env: Record<stri
 }
 
 /** 200 subscriptions (half SSE, half WebSocket; emoji, files, and administrators' invitations) and 50 queues, spread over every user. */
-function openLiveClients(organizations: SoakOrganization[], fleet: Fleet, history: History, random: ReturnType<typeof seededRandom>, db: pg.Pool, from: number): LiveClient[] {
+function openLiveClients(
+  organizations: SoakOrganization[],
+  fleet: Fleet,
+  history: History,
+  random: ReturnType<typeof seededRandom>,
+  db: pg.Pool,
+  from: number,
+): LiveClient[] {
   const users = organizations.flatMap((org) => org.users.map((user) => ({ ...user, organizationId: org.id })));
   const clients: LiveClient[] = [];
   const subscriptions = Number(flags.subscriptions);
   for (let i = 0; i < subscriptions; i++) {
     const user = users[i % users.length]!;
-    const field: SubscriptionField = i % 4 === 3 ? 'attachmentsChanged' : user.administrator && i % 4 === 2 ? 'invitationsChanged' : 'customEmojiChanged';
+    const field: SubscriptionField =
+      i % 4 === 3 ? 'attachmentsChanged' : user.administrator && i % 4 === 2 ? 'invitationsChanged' : 'customEmojiChanged';
     const transport = i % 2 === 0 ? 'sse' : 'ws';
     clients.push(subscribe(transport, field, user, from, fleet.servers, history, random, `subscription ${i} (${transport}, ${field})`));
   }
@@ -94,7 +110,9 @@ function openLiveClients(organizations: SoakOrganization[], fleet: Fleet, histor
   };
   for (let i = 0; i < Number(flags.queues); i++) {
     const user = users[(i * 7) % users.length]!;
-    clients.push(longPoll(user, ['realm_emoji', 'attachment', 'invites_changed'], fleet.servers, history, random, `queue ${i}`, queueStart));
+    clients.push(
+      longPoll(user, ['realm_emoji', 'attachment', 'invites_changed'], fleet.servers, history, random, `queue ${i}`, queueStart),
+    );
   }
   return clients;
 }
@@ -106,7 +124,8 @@ async function drainOutbox(db: pg.Pool, history: History) {
   for (;;) {
     const { rows } = await db.query<{ pending: number }>(`SELECT count(*)::int AS pending FROM outbox_email WHERE status = 'PENDING'`);
     if (rows[0]!.pending === 0) return;
-    if (Date.now() > deadline) return history.violation(`${rows[0]!.pending} e-mails still pending ${DRAIN_MS / 60_000} minutes after the run`);
+    if (Date.now() > deadline)
+      return history.violation(`${rows[0]!.pending} e-mails still pending ${DRAIN_MS / 60_000} minutes after the run`);
     if (Date.now() > reported + 10_000) {
       reported = Date.now();
       console.error(`soak: ${rows[0]!.pending} e-mails pending (refused ones are retried a minute later)`);
@@ -203,7 +222,9 @@ async function soak(databaseUrl: string, directUrl: string | undefined): Promise
   const faultRandom = seededRandom(seed + 1);
   const liveRandom = seededRandom(seed + 2);
   const minutes = Number(flags.minutes);
-  console.error(`soak: seed ${seed} (--seed ${seed} to replay the same choices), ${minutes} minutes, ${directUrl ? 'through PgBouncer (DATABASE_URL) and directly (DATABASE_DIRECT_URL)' : 'directly'}`);
+  console.error(
+    `soak: seed ${seed} (--seed ${seed} to replay the same choices), ${minutes} minutes, ${directUrl ? 'through PgBouncer (DATABASE_URL) and directly (DATABASE_DIRECT_URL)' : 'directly'}`,
+  );
 
   const soakDirect = await freshDatabaseBeside(directUrl ?? databaseUrl, 'soak');
   const database = new URL(soakDirect).pathname.slice(1);
@@ -236,7 +257,8 @@ async function soak(databaseUrl: string, directUrl: string | undefined): Promise
     });
     const cliEnv = { DATABASE_URL: soakUrl, DATABASE_DIRECT_URL: directUrl ? soakDirect : '' };
     const organizations: SoakOrganization[] = [];
-    for (let i = 0; i < Number(flags.organizations); i++) organizations.push(await importOrganization(i, Number(flags.users), cliEnv, workDir, db));
+    for (let i = 0; i < Number(flags.organizations); i++)
+      organizations.push(await importOrganization(i, Number(flags.users), cliEnv, workDir, db));
     const { rows } = await db.query<{ last: string }>('SELECT coalesce(max(position), 0)::text AS last FROM event');
     liveClients.push(...openLiveClients(organizations, fleet, history, liveRandom, db, Number(rows[0]!.last)));
 
@@ -252,18 +274,31 @@ async function soak(databaseUrl: string, directUrl: string | undefined): Promise
       () => Date.now() >= startedAt + (minutes * 60_000) / 2,
       flags.faults ? (flags.faults.split(',') as FaultKind[]) : FAULT_KINDS,
     );
-    const progress = setInterval(() => console.error(`soak: ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${history.progress()}; up: ${fleet!.servers.filter((s) => s.up()).map((s) => s.name).join(', ')}`), 10_000);
+    const progress = setInterval(
+      () =>
+        console.error(
+          `soak: ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${history.progress()}; up: ${fleet!.servers
+            .filter((s) => s.up())
+            .map((s) => s.name)
+            .join(', ')}`,
+        ),
+      10_000,
+    );
     await Promise.all([...running, injecting]);
     clearInterval(progress);
     console.error(`soak: the run is over (${history.operations.length} requests); restarting any server that is down, then draining`);
-    for (const server of fleet.servers) if (!server.up()) await server.start().catch((error: Error) => history.violation(`${server.name} did not start again: ${error.message}`));
+    for (const server of fleet.servers)
+      if (!server.up())
+        await server.start().catch((error: Error) => history.violation(`${server.name} did not start again: ${error.message}`));
     fleet.mail.setRefusing(false);
     await drainOutbox(db, history);
     await liveClientsCaughtUp(db, liveClients);
     // Bytes a killed process left without a row (an upload stored, not committed; a deletion committed,
     // its bytes not yet removed) are the file sweep's to remove: run it now, with no grace, as an
     // operator would (docs/guide/operations.md, "Storage": npm run cli -- sweep-files).
-    await sweepFiles({ ...cliEnv, DATA_DIR: join(workDir, 'servers'), UPLOADS_DIR: join(workDir, 'uploads') }).catch((error: Error) => history.violation(`the file sweep failed: ${error.message}`));
+    await sweepFiles({ ...cliEnv, DATA_DIR: join(workDir, 'servers'), UPLOADS_DIR: join(workDir, 'uploads') }).catch((error: Error) =>
+      history.violation(`the file sweep failed: ${error.message}`),
+    );
     for (const client of liveClients) client.stop();
 
     for (const server of fleet.servers) {
@@ -274,8 +309,11 @@ async function soak(databaseUrl: string, directUrl: string | undefined): Promise
     const snapshot = await readSnapshot(db, organizationIds, join(workDir, 'uploads'), emailFrom);
     results = runChecks({ history, snapshot, emails: fleet.mail.delivered(), clients: await Promise.all(liveClients.map(liveRecord)) });
     report(history, results, seed);
-    const errors = fleet.servers.flatMap((server) => server.output.filter((line) => line.includes('"level":50') || line.includes('"level":60')));
-    if (errors.length > 0) console.log(`\nThe servers' error log lines (the last ${errors.length}):\n${errors.map((line) => line.slice(0, 3000)).join('\n')}`);
+    const errors = fleet.servers.flatMap((server) =>
+      server.output.filter((line) => line.includes('"level":50') || line.includes('"level":60')),
+    );
+    if (errors.length > 0)
+      console.log(`\nThe servers' error log lines (the last ${errors.length}):\n${errors.map((line) => line.slice(0, 3000)).join('\n')}`);
   } finally {
     for (const client of liveClients) client.stop();
     await fleet?.stop();

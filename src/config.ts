@@ -186,7 +186,8 @@ function checkTlsParameters(name: string, params: URLSearchParams): void {
     throw new StartupError(`${name}: sslmode=${mode} is not supported; use ${SUPPORTED_SSL_MODES.join(', ')}`);
   }
   const rootCert = params.get('sslrootcert');
-  if (mode === 'verify-ca' && (!rootCert || rootCert === 'system')) throw new StartupError(`${name}: sslmode=verify-ca needs sslrootcert=<file of the CA>`);
+  if (mode === 'verify-ca' && (!rootCert || rootCert === 'system'))
+    throw new StartupError(`${name}: sslmode=verify-ca needs sslrootcert=<file of the CA>`);
   for (const key of ['sslrootcert', 'sslcert', 'sslkey']) {
     const file = params.get(key);
     if (file && !(key === 'sslrootcert' && file === 'system')) readableFile(name, key, file);
@@ -204,7 +205,9 @@ function readableFile(name: string, key: string, file: string): void {
 function directPostgresUrl(env: NodeJS.ProcessEnv): string | undefined {
   const direct = postgresUrl('DATABASE_DIRECT_URL', env.DATABASE_DIRECT_URL);
   if (direct && !env.DATABASE_URL) {
-    throw new StartupError('DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler (PgBouncer) and DATABASE_DIRECT_URL to PostgreSQL itself');
+    throw new StartupError(
+      'DATABASE_DIRECT_URL is set without DATABASE_URL: set DATABASE_URL to the pooler (PgBouncer) and DATABASE_DIRECT_URL to PostgreSQL itself',
+    );
   }
   return direct;
 }
@@ -223,7 +226,8 @@ function parseOrigins(value: string | undefined): string[] {
     .filter(Boolean)
     .map((origin) => {
       const url = new URL(origin);
-      if (url.origin !== origin.replace(/\/$/, '')) throw new StartupError(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port])`);
+      if (url.origin !== origin.replace(/\/$/, ''))
+        throw new StartupError(`CORS_ALLOWED_ORIGINS: ${JSON.stringify(origin)} is not an origin (scheme://host[:port])`);
       return url.origin;
     });
 }
@@ -234,7 +238,9 @@ const METRICS_TOKEN = /^[A-Za-z0-9\-._~+/]{16,}=*$/;
 function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): MetricsConfig {
   const token = env.METRICS_TOKEN || undefined;
   if (token !== undefined && !METRICS_TOKEN.test(token)) {
-    throw new StartupError('METRICS_TOKEN must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (a random token: openssl rand -hex 32)');
+    throw new StartupError(
+      'METRICS_TOKEN must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (a random token: openssl rand -hex 32)',
+    );
   }
   const metricsPort = port('METRICS_PORT', env.METRICS_PORT);
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === mainPort) {
@@ -280,8 +286,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     memoryBudget: { bytes: integer('MEMORY_BUDGET_MIB', env.MEMORY_BUDGET_MIB, DEFAULT_MEMORY_BUDGET_MIB)! * 1024 * 1024, waitMs: 3000 },
     eventHeartbeatSeconds: integer('EVENT_HEARTBEAT_SECONDS', env.EVENT_HEARTBEAT_SECONDS),
     maxSubscriptions: integer('MAX_SUBSCRIPTIONS', env.MAX_SUBSCRIPTIONS, DEFAULT_MAX_SUBSCRIPTIONS)!,
-    tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
-      && env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
+    tracing:
+      Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) &&
+      env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true',
     fileSweepMinutes: fileSweepMinutes(env.FILE_SWEEP_MINUTES),
   };
 }

@@ -26,6 +26,8 @@ export async function prepareDataDir(dataDir: string): Promise<void> {
     if (!(await stat(dataDir)).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
     await access(dataDir, constants.W_OK | constants.X_OK);
   } catch (error) {
-    throw new StartupError(`DATA_DIR ${dataDir} is not a writable folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): set DATA_DIR elsewhere.`);
+    throw new StartupError(
+      `DATA_DIR ${dataDir} is not a writable folder (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): set DATA_DIR elsewhere.`,
+    );
   }
 }

@@ -14,7 +14,17 @@ export interface LineWriter {
   error(fields: object, message: string): void;
 }
 
-export const REDACTED_PATHS = ['authorization', '*.authorization', 'headers.authorization', 'apiKey', '*.apiKey', 'api_key', '*.api_key', 'password', '*.password'];
+export const REDACTED_PATHS = [
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  'apiKey',
+  '*.apiKey',
+  'api_key',
+  '*.api_key',
+  'password',
+  '*.password',
+];
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
   const level = options.level ?? process.env.LOG_LEVEL ?? 'info';

@@ -55,13 +55,12 @@ export interface ServerOptions {
   logger?: Logger;
 }
 
-const STARTING = () => jsonResponse({ result: 'error', msg: 'The server is starting; try again in a moment.', code: 'BAD_REQUEST' }, 503, { 'Retry-After': '1' });
+const STARTING = () =>
+  jsonResponse({ result: 'error', msg: 'The server is starting; try again in a moment.', code: 'BAD_REQUEST' }, 503, {
+    'Retry-After': '1',
+  });
 
-export async function startServer(
-  config: Config,
-  databaseOptions?: DatabaseOptions,
-  options: ServerOptions = {},
-): Promise<RunningServer> {
+export async function startServer(config: Config, databaseOptions?: DatabaseOptions, options: ServerOptions = {}): Promise<RunningServer> {
   let handle: Handler = (request) => whileStarting(request, STARTING);
   let draining = false;
   // The second argument carries the Node request (the client's address for the failed-login limit).
@@ -70,7 +69,8 @@ export async function startServer(
   let metricsServer: Server | undefined;
   let database: Database | undefined;
   try {
-    if (metrics && config.metrics.port !== undefined) metricsServer = await listen(config.host, config.metrics.port, 'METRICS_PORT', metricsOnly(metrics, config.metrics.token));
+    if (metrics && config.metrics.port !== undefined)
+      metricsServer = await listen(config.host, config.metrics.port, 'METRICS_PORT', metricsOnly(metrics, config.metrics.token));
     await prepareDataDir(config.dataDir);
     database = await openDatabase(databaseOptions ?? databaseOptionsFor(config, 'server', options.log));
   } catch (error) {
@@ -83,7 +83,8 @@ export async function startServer(
   tracing?.tracePool(database.pool);
   // One view of the database for the whole process: requests and background work report to it.
   const databaseStatus = new DatabaseStatus(database.sql, log);
-  const unlessOutage = (message: string) => (error: unknown) => void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
+  const unlessOutage = (message: string) => (error: unknown) =>
+    void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
   database.onIdleConnectionError((error) => databaseStatus.noteIdleConnectionLost(error));
   const outbox =
     options.outbox === false || !config.emailWorker
@@ -169,9 +170,12 @@ async function listen(host: string, port: number, variable: string, fetch: Handl
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;
-      if (error.code === 'EADDRINUSE') reject(new StartupError(`Port ${port} is already in use on ${host}: stop what runs there, or set ${variable}.`));
-      else if (error.code === 'EACCES') reject(new StartupError(`Not allowed to listen on ${where}: choose a ${variable} above 1023, or set HOST.`));
-      else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') reject(new StartupError(`HOST ${host} is not an address of this machine.`));
+      if (error.code === 'EADDRINUSE')
+        reject(new StartupError(`Port ${port} is already in use on ${host}: stop what runs there, or set ${variable}.`));
+      else if (error.code === 'EACCES')
+        reject(new StartupError(`Not allowed to listen on ${where}: choose a ${variable} above 1023, or set HOST.`));
+      else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
+        reject(new StartupError(`HOST ${host} is not an address of this machine.`));
       else reject(error);
     });
     server.listen(port, host, () => resolve());

@@ -8,7 +8,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { STATEMENT_COUNT_PREFIX } from '../src/db/statement-counter.js';
 import { hashApiKey } from '../src/domain/users/api-keys.js';
-import { runCli, serverProcessesOnTestDatabase, testDatabaseEnvironment, type ProcessesOnTestDatabase, type Started } from './support/process.js';
+import {
+  runCli,
+  serverProcessesOnTestDatabase,
+  testDatabaseEnvironment,
+  type ProcessesOnTestDatabase,
+  type Started,
+} from './support/process.js';
 import { startCountingApp } from './support/query-count.js';
 import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from './support/server.js';
 import { createWorld, type World, type WorldUserName } from './support/world.js';
@@ -64,7 +70,8 @@ describe('changes made outside two server processes take effect in both at once'
 
   /** The statements the process has sent so far: it prints their total on SIGUSR2. */
   async function statementsSent(started: Started): Promise<number> {
-    const totals = () => [...started.output().matchAll(new RegExp(`^${STATEMENT_COUNT_PREFIX}(\\d+)$`, 'gm'))].map((match) => Number(match[1]));
+    const totals = () =>
+      [...started.output().matchAll(new RegExp(`^${STATEMENT_COUNT_PREFIX}(\\d+)$`, 'gm'))].map((match) => Number(match[1]));
     const printed = totals().length;
     started.child.kill('SIGUSR2');
     while (totals().length === printed) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -83,7 +90,10 @@ describe('changes made outside two server processes take effect in both at once'
         expect((await me(url, world.users[name].auth)).status).toBe(200);
         const before = await statementsSent(processes.processes[i]!);
         for (let n = 0; n < CACHED_REQUESTS; n++) expect((await me(url, world.users[name].auth)).status).toBe(200);
-        expect((await statementsSent(processes.processes[i]!)) - before, `${url}: statements of ${CACHED_REQUESTS} cached requests of ${name}`).toBeLessThan(CACHED_REQUESTS);
+        expect(
+          (await statementsSent(processes.processes[i]!)) - before,
+          `${url}: statements of ${CACHED_REQUESTS} cached requests of ${name}`,
+        ).toBeLessThan(CACHED_REQUESTS);
       }
     }
   }
@@ -112,7 +122,14 @@ describe('changes made outside two server processes take effect in both at once'
   test('`reset-api-key`: once the CLI returns, both refuse the old key and accept the new one', async () => {
     const world = await createWorld(server.app.prisma);
     await cachedInBoth(world, ['member']);
-    const reset = await runCli(await testDatabaseEnvironment(), 'reset-api-key', '--org', world.org.stringId, '--email', world.users.member.email);
+    const reset = await runCli(
+      await testDatabaseEnvironment(),
+      'reset-api-key',
+      '--org',
+      world.org.stringId,
+      '--email',
+      world.users.member.email,
+    );
     expect(reset).toMatchObject({ code: 0, stderr: '' });
     const answers = await withinOneSecond(world.users.member.auth, refused('Invalid API key'));
     expect(answers).toEqual([refusal('Invalid API key'), refusal('Invalid API key')]);
@@ -123,7 +140,10 @@ describe('changes made outside two server processes take effect in both at once'
   test('POST /users/me/api_key/regenerate in one process: both refuse the old key and accept the new one', async () => {
     const world = await createWorld(server.app.prisma);
     await cachedInBoth(world, ['member']);
-    const regenerated = await fetch(`${processes.urls[0]}/api/v1/users/me/api_key/regenerate`, { method: 'POST', headers: { authorization: world.users.member.auth } });
+    const regenerated = await fetch(`${processes.urls[0]}/api/v1/users/me/api_key/regenerate`, {
+      method: 'POST',
+      headers: { authorization: world.users.member.auth },
+    });
     const { api_key: apiKey } = await regenerated.json();
     const answers = await withinOneSecond(world.users.member.auth, refused('Invalid API key'));
     expect(answers).toEqual([refusal('Invalid API key'), refusal('Invalid API key')]);

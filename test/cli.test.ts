@@ -29,7 +29,14 @@ describe('help and usage errors (no database needed)', () => {
     const help = await cli('--help');
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: npm run cli -- <command> \[options\]\n/);
-    for (const command of ['import <file.json> [--replace]', 'create-user --org', 'reset-api-key --org', 'set-password --org', 'list-organizations', 'help [command]']) {
+    for (const command of [
+      'import <file.json> [--replace]',
+      'create-user --org',
+      'reset-api-key --org',
+      'set-password --org',
+      'list-organizations',
+      'help [command]',
+    ]) {
       expect(help.stdout).toContain(command);
     }
     expect(await cli('-h')).toEqual(help);
@@ -37,7 +44,13 @@ describe('help and usage errors (no database needed)', () => {
   });
 
   test('help <command> and <command> --help print that command', async () => {
-    const expected = { code: 0, stderr: '', stdout: expect.stringMatching(/^Usage: npm run cli -- reset-api-key --org <string_id> --email <address>\n {2}give an account a new API key/) };
+    const expected = {
+      code: 0,
+      stderr: '',
+      stdout: expect.stringMatching(
+        /^Usage: npm run cli -- reset-api-key --org <string_id> --email <address>\n {2}give an account a new API key/,
+      ),
+    };
     expect(await cli('help', 'reset-api-key')).toEqual(expected);
     expect(await cli('reset-api-key', '--help')).toEqual(expected);
   });
@@ -59,7 +72,9 @@ describe('help and usage errors (no database needed)', () => {
 });
 
 /** The import's plain progress lines for the example organization, without their times, and its summary. */
-const STAGES = ['users: 7', 'groups: 3', 'channels: 4', 'emoji: 3', 'files: 3', 'messages: 3'].map((stage) => `${stage} rows`).concat('stored files: 3 files');
+const STAGES = ['users: 7', 'groups: 3', 'channels: 4', 'emoji: 3', 'files: 3', 'messages: 3']
+  .map((stage) => `${stage} rows`)
+  .concat('stored files: 3 files');
 const SUMMARY = String.raw`Created 7 users, 3 groups, 4 channels, 3 emoji, 3 files \(3 stored\), 3 messages and 0 invitations`;
 
 describe('commands on the embedded database', () => {
@@ -82,37 +97,63 @@ describe('commands on the embedded database', () => {
     const created = await cli('create-user', '--org', 'lighthouse', '--email', 'new@lighthouse.example', '--name', 'New Person');
     expect(created.stdout).toMatch(/^Created user \d+\. API key \(shown once\): [A-Za-z0-9]{32}\n$/);
     expect((await cli('reset-api-key', '--org', 'lighthouse', '--email', 'new@lighthouse.example')).stdout).toMatch(/^[A-Za-z0-9]{32}\n$/);
-    expect(await cli('reset-api-key', '--org', 'lighthouse', '--email', 'ghost@lighthouse.example')).toMatchObject({ code: 1, stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
+    expect(await cli('reset-api-key', '--org', 'lighthouse', '--email', 'ghost@lighthouse.example')).toMatchObject({
+      code: 1,
+      stderr: 'No user ghost@lighthouse.example in lighthouse.\n',
+    });
     expect((await cli('list-organizations')).stdout).toBe('7\tlighthouse\tLighthouse Cooperative\t10 users\n');
     await expect(readFile(join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
   }, 120_000);
 
   const withScript = test.skipIf(!existsSync('/usr/bin/script'));
-  withScript('at a terminal (a pseudo-terminal: script(1)), the import draws a bar per stage in place, then the summary', async () => {
-    const file = join(scratch, 'good.json');
-    const command = `${process.execPath} dist/cli/main.js import --replace ${file}`;
-    const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: environment({ DATA_DIR: dataDir }) });
-    const drawn = stdout.split('\r\x1b[2K');
-    expect(drawn).toContainEqual('users [------------------------]  0/7 rows  0/s');
-    expect(drawn).toContainEqual(expect.stringMatching(/^messages \[#{24}\] {2}3\/3 rows {2}\d+\/s {2}in \d+\.\d s\r\n$/));
-    const lastBar = String.raw`stored files \[#{24}\] {2}3\/3 files {2}\d+\/s {2}in \d+\.\d s`;
-    expect(drawn.at(-1)).toMatch(new RegExp(`^${lastBar}\r\n${SUMMARY} in \\d+\\.\\d s\\.\r\n7 lighthouse\r\n$`));
-  }, 120_000);
+  withScript(
+    'at a terminal (a pseudo-terminal: script(1)), the import draws a bar per stage in place, then the summary',
+    async () => {
+      const file = join(scratch, 'good.json');
+      const command = `${process.execPath} dist/cli/main.js import --replace ${file}`;
+      const { stdout } = await promisify(execFile)('script', ['-qec', command, '/dev/null'], { env: environment({ DATA_DIR: dataDir }) });
+      const drawn = stdout.split('\r\x1b[2K');
+      expect(drawn).toContainEqual('users [------------------------]  0/7 rows  0/s');
+      expect(drawn).toContainEqual(expect.stringMatching(/^messages \[#{24}\] {2}3\/3 rows {2}\d+\/s {2}in \d+\.\d s\r\n$/));
+      const lastBar = String.raw`stored files \[#{24}\] {2}3\/3 files {2}\d+\/s {2}in \d+\.\d s`;
+      expect(drawn.at(-1)).toMatch(new RegExp(`^${lastBar}\r\n${SUMMARY} in \\d+\\.\\d s\\.\r\n7 lighthouse\r\n$`));
+    },
+    120_000,
+  );
 
   test('set-password reads one line of standard input; refuses a weak one, one with NUL, a bot, an unknown account', async () => {
-    const setPassword = (input: string, email = 'mark@lighthouse.example') => runCliWithInput({ DATA_DIR: dataDir }, input, 'set-password', '--org', 'lighthouse', '--email', email);
+    const setPassword = (input: string, email = 'mark@lighthouse.example') =>
+      runCliWithInput({ DATA_DIR: dataDir }, input, 'set-password', '--org', 'lighthouse', '--email', email);
     expect(await setPassword('password123\n')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
     expect(await setPassword('')).toEqual({ code: 1, stdout: '', stderr: 'The password is too weak.\n' });
     expect(await setPassword('Lighthouse-keeper-42\0\n')).toEqual({ code: 1, stdout: '', stderr: 'Null characters are not allowed.\n' });
-    expect(await setPassword('Lighthouse-keeper-42\n', 'bolt-bot@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'Bots have no password.\n' });
-    expect(await setPassword('Lighthouse-keeper-42\n', 'ghost@lighthouse.example')).toEqual({ code: 1, stdout: '', stderr: 'No user ghost@lighthouse.example in lighthouse.\n' });
+    expect(await setPassword('Lighthouse-keeper-42\n', 'bolt-bot@lighthouse.example')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Bots have no password.\n',
+    });
+    expect(await setPassword('Lighthouse-keeper-42\n', 'ghost@lighthouse.example')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'No user ghost@lighthouse.example in lighthouse.\n',
+    });
     // Only the first line counts: the second is not part of the password.
-    expect(await setPassword('Lighthouse-keeper-42\r\nsecond line\n')).toEqual({ code: 0, stdout: 'Password set for mark@lighthouse.example in lighthouse.\n', stderr: '' });
+    expect(await setPassword('Lighthouse-keeper-42\r\nsecond line\n')).toEqual({
+      code: 0,
+      stdout: 'Password set for mark@lighthouse.example in lighthouse.\n',
+      stderr: '',
+    });
     const server = startServerProcess({ DATA_DIR: dataDir });
     try {
       const url = await listeningUrl(server);
-      const fetched = await fetch(`${url}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: 'mark@lighthouse.example', password: 'Lighthouse-keeper-42' }) });
-      expect({ status: fetched.status, body: await fetched.json() }).toMatchObject({ status: 200, body: { result: 'success', email: 'mark@lighthouse.example' } });
+      const fetched = await fetch(`${url}/api/v1/fetch_api_key`, {
+        method: 'POST',
+        body: new URLSearchParams({ username: 'mark@lighthouse.example', password: 'Lighthouse-keeper-42' }),
+      });
+      expect({ status: fetched.status, body: await fetched.json() }).toMatchObject({
+        status: 200,
+        body: { result: 'success', email: 'mark@lighthouse.example' },
+      });
     } finally {
       await stopServerProcess(server);
     }

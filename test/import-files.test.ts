@@ -57,23 +57,31 @@ test('carried content is stored as given; files without it get a (sparse) placeh
 });
 
 test('content that disagrees with size is refused; a failing storage imports nothing', async () => {
-  const mismatch = parseOrganizationFile(minimal('files-bad', [{ name: 'a.txt', size: 4, content_base64: Buffer.from('hello').toString('base64') }]));
+  const mismatch = parseOrganizationFile(
+    minimal('files-bad', [{ name: 'a.txt', size: 4, content_base64: Buffer.from('hello').toString('base64') }]),
+  );
   expect(mismatch.ok ? [] : mismatch.problems).toEqual([{ path: 'attachments[0].size', message: 'is 4 but content_base64 holds 5 bytes' }]);
   const notBase64 = parseOrganizationFile(minimal('files-bad', [{ name: 'a.txt', size: 1, content_base64: '***' }]));
   expect(notBase64.ok ? [] : notBase64.problems.map((p) => p.path)).toEqual(['attachments[0].content_base64']);
 
   const brokenRoot = join(root, 'broken');
   await writeFile(brokenRoot, 'not a directory');
-  await expect(importOrganization(database.prisma, parse(minimal('files-broken', [{ name: 'a.txt', size: 3 }])), { storage: new DirectoryStorage(brokenRoot) })).rejects.toThrow();
+  await expect(
+    importOrganization(database.prisma, parse(minimal('files-broken', [{ name: 'a.txt', size: 3 }])), {
+      storage: new DirectoryStorage(brokenRoot),
+    }),
+  ).rejects.toThrow();
   expect(await database.prisma.organization.count({ where: { stringId: 'files-broken' } })).toBe(0);
 });
 
-test('--replace removes the replaced organization\'s stored files', async () => {
+test("--replace removes the replaced organization's stored files", async () => {
   const storage = new DirectoryStorage(join(root, 'replace'));
   const file = exampleWithoutIds();
   file.organization.string_id = 'files-replace';
   await importOrganization(database.prisma, file, { storage });
-  const first = (await database.prisma.attachment.findMany({ where: { organization: { stringId: 'files-replace' } } })).map((a) => `files/${a.pathId}`);
+  const first = (await database.prisma.attachment.findMany({ where: { organization: { stringId: 'files-replace' } } })).map(
+    (a) => `files/${a.pathId}`,
+  );
   expect(first).toHaveLength(3);
   for (const key of first) expect(await storage.stat(key)).not.toBeNull();
   const again = exampleWithoutIds();

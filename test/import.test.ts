@@ -24,8 +24,15 @@ const parse = (json: unknown) => {
 async function rowCounts() {
   const p = database.prisma;
   return Promise.all([
-    p.organization.count(), p.user.count(), p.userGroup.count(), p.channel.count(), p.subscription.count(),
-    p.customEmoji.count(), p.attachment.count(), p.message.count(), p.messageAttachment.count(),
+    p.organization.count(),
+    p.user.count(),
+    p.userGroup.count(),
+    p.channel.count(),
+    p.subscription.count(),
+    p.customEmoji.count(),
+    p.attachment.count(),
+    p.message.count(),
+    p.messageAttachment.count(),
   ]);
 }
 
@@ -44,7 +51,10 @@ describe('importer', () => {
     expect(_sum.size).toBe(571_946n + 12n + 3_221_225_472n);
     expect((await p.organization.findUniqueOrThrow({ where: { id: 7 } })).uploadSpaceUsed).toBe(_sum.size);
     expect(await p.messageAttachment.count({ where: { attachmentId: 501 } })).toBe(2);
-    const leads = await p.userGroup.findFirstOrThrow({ where: { organizationId: 7, name: 'leads' }, include: { canAddMembersGroup: { include: { members: true } }, subgroups: true } });
+    const leads = await p.userGroup.findFirstOrThrow({
+      where: { organizationId: 7, name: 'leads' },
+      include: { canAddMembersGroup: { include: { members: true } }, subgroups: true },
+    });
     expect(leads.canAddMembersGroup).toMatchObject({ name: null, members: [{ userId: 702 }] });
     expect(leads.subgroups).toEqual([{ supergroupId: 82, subgroupId: 81 }]);
     const org = await p.organization.findUniqueOrThrow({ where: { id: 7 }, include: { canInviteUsersGroup: true } });
@@ -56,9 +66,20 @@ describe('importer', () => {
   });
 
   test('an existing string_id is refused, and replaced with replace', async () => {
-    const file = parse({ ...exampleOrganization(), users: [], channels: [], user_groups: [], custom_emoji: [], attachments: [], messages: [], organization: { string_id: 'twice', name: 'Twice' } });
+    const file = parse({
+      ...exampleOrganization(),
+      users: [],
+      channels: [],
+      user_groups: [],
+      custom_emoji: [],
+      attachments: [],
+      messages: [],
+      organization: { string_id: 'twice', name: 'Twice' },
+    });
     const first = await importOrganization(database.prisma, file);
-    await expect(importOrganization(database.prisma, file)).rejects.toThrow('An organization with string_id twice exists already (use --replace to drop it first).');
+    await expect(importOrganization(database.prisma, file)).rejects.toThrow(
+      'An organization with string_id twice exists already (use --replace to drop it first).',
+    );
     const second = await importOrganization(database.prisma, file, { replace: true });
     expect(second.id).not.toBe(first.id);
     expect(await database.prisma.organization.count({ where: { stringId: 'twice' } })).toBe(1);
@@ -70,7 +91,8 @@ describe('importer', () => {
     const none = parse({ ...base, organization: { string_id: 'no-quota', name: 'No quota' } });
     const withQuota = await importOrganization(database.prisma, quota);
     const without = await importOrganization(database.prisma, none);
-    const row = (id: number) => database.prisma.organization.findUniqueOrThrow({ where: { id }, select: { uploadQuotaGb: true, uploadSpaceUsed: true } });
+    const row = (id: number) =>
+      database.prisma.organization.findUniqueOrThrow({ where: { id }, select: { uploadQuotaGb: true, uploadSpaceUsed: true } });
     expect(await row(withQuota.id)).toEqual({ uploadQuotaGb: 3, uploadSpaceUsed: 0n });
     expect(await row(without.id)).toEqual({ uploadQuotaGb: null, uploadSpaceUsed: 0n });
     for (const bad of [-1, 1.5, '3', 1e12]) {
@@ -89,8 +111,14 @@ describe('importer', () => {
       { email: 'a@hashes.example', full_name: 'A', password_hash: argon2 },
       { email: 'n@hashes.example', full_name: 'N' },
     ];
-    const imported = await importOrganization(database.prisma, parse({ ...base, organization: { string_id: 'hashes', name: 'Hashes' }, users }));
-    const rows = await database.prisma.user.findMany({ where: { organizationId: imported.id, systemBot: null }, orderBy: { email: 'asc' } });
+    const imported = await importOrganization(
+      database.prisma,
+      parse({ ...base, organization: { string_id: 'hashes', name: 'Hashes' }, users }),
+    );
+    const rows = await database.prisma.user.findMany({
+      where: { organizationId: imported.id, systemBot: null },
+      orderBy: { email: 'asc' },
+    });
     expect(rows.map((r) => [r.email, r.passwordHash])).toEqual([
       ['a@hashes.example', argon2],
       ['n@hashes.example', null],
@@ -132,13 +160,18 @@ describe('importer', () => {
     const parsed = parseOrganizationFile(bad);
     expect(parsed.ok).toBe(false);
     const problems = parsed.ok ? [] : parsed.problems;
-    expect(problems.map((p) => p.path)).toEqual(
-      expect.arrayContaining(['organization.string_id', 'users[2].role', 'users[3].api_key']),
-    );
+    expect(problems.map((p) => p.path)).toEqual(expect.arrayContaining(['organization.string_id', 'users[2].role', 'users[3].api_key']));
     // References are checked in the same pass, among the rows that are otherwise valid.
-    expect(problems).toContainEqual({ path: 'channels[0].subscribers[4]', message: 'no user with e-mail nobody@lighthouse.example in the file' });
+    expect(problems).toContainEqual({
+      path: 'channels[0].subscribers[4]',
+      message: 'no user with e-mail nobody@lighthouse.example in the file',
+    });
     expect(problems).toContainEqual({ path: 'messages[0].attachment_ids[0]', message: 'no attachment with id 999 in the file' });
-    const second = parseOrganizationFile({ ...bad, organization: { ...bad.organization, string_id: 'ok' }, users: bad.users.map((u: any) => ({ ...u, role: 400, api_key: undefined })) });
+    const second = parseOrganizationFile({
+      ...bad,
+      organization: { ...bad.organization, string_id: 'ok' },
+      users: bad.users.map((u: any) => ({ ...u, role: 400, api_key: undefined })),
+    });
     expect(second.ok ? [] : second.problems).toEqual([
       { path: 'users[7].email', message: 'duplicate e-mail address (ignoring case)' },
       { path: 'channels[0].subscribers[4]', message: 'no user with e-mail nobody@lighthouse.example in the file' },
@@ -161,7 +194,8 @@ describe('importer', () => {
     const file = exampleOrganization() as Record<string, any>;
     file.organization = { ...file.organization, string_id: 'late-collision' };
     delete file.organization.id;
-    for (const section of ['users', 'channels', 'user_groups', 'custom_emoji']) for (const row of file[section]) delete row.id, delete row.api_key;
+    for (const section of ['users', 'channels', 'user_groups', 'custom_emoji'])
+      for (const row of file[section]) delete row.id, delete row.api_key;
     for (const attachment of file.attachments) (attachment.id += 10_000), delete attachment.path_id;
     for (const message of file.messages) message.attachment_ids = (message.attachment_ids ?? []).map((id: number) => id + 10_000);
     // Messages keep the ids the first import stored: the last inserts of the transaction fail.

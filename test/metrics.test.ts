@@ -120,7 +120,12 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
   });
 
   test('the main port: 401 without the token, with a wrong one or another scheme; 200 with it', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: `Bearer ${TOKEN}x` }, { authorization: 'Bearer ' }, { authorization: `Basic ${TOKEN}` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: 'Bearer ' },
+      { authorization: `Basic ${TOKEN}` },
+    ]) {
       const response = await fetch(metricsOf(main), { headers });
       expect(response.status, JSON.stringify(headers)).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
@@ -156,7 +161,12 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     expect(scraped.value('nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
     expect(scraped.families.get('nodejs_eventloop_lag_p99_seconds')?.type).toBe('GAUGE');
     expect(scraped.families.get('nodejs_gc_duration_seconds')?.type).toBe('HISTOGRAM');
-    expect(scraped.samples('teamchat_db_pool_connections').map((sample) => sample.labels?.state).sort()).toEqual(['idle', 'in_use']);
+    expect(
+      scraped
+        .samples('teamchat_db_pool_connections')
+        .map((sample) => sample.labels?.state)
+        .sort(),
+    ).toEqual(['idle', 'in_use']);
     expect(scraped.value('teamchat_db_pool_connections')).toBeGreaterThan(0);
     expect(scraped.value('teamchat_db_pool_waiting')).toBe(0);
   });
@@ -168,7 +178,9 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
       return { streams: scraped.value('teamchat_event_streams'), polls: scraped.value('teamchat_event_polls_waiting') };
     };
     expect(await counts()).toEqual({ streams: 0, polls: 0 });
-    const subscriptions = TRANSPORTS.map((transport) => subscribe(transport, main.url, member, 'subscription { customEmojiChanged { cursor } }', {}));
+    const subscriptions = TRANSPORTS.map((transport) =>
+      subscribe(transport, main.url, member, 'subscription { customEmojiChanged { cursor } }', {}),
+    );
     const registered = await fetch(`${main.url}/api/v1/register`, {
       method: 'POST',
       headers: { authorization: member, 'content-type': 'application/x-www-form-urlencoded' },
@@ -176,7 +188,10 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     });
     const { queue_id: queueId } = await registered.json();
     const abort = new AbortController();
-    const poll = fetch(`${main.url}/api/v1/events?queue_id=${queueId}&last_event_id=-1`, { headers: { authorization: member }, signal: abort.signal }).catch(() => 'aborted');
+    const poll = fetch(`${main.url}/api/v1/events?queue_id=${queueId}&last_event_id=-1`, {
+      headers: { authorization: member },
+      signal: abort.signal,
+    }).catch(() => 'aborted');
     try {
       await eventually(async () => expect(await counts()).toEqual({ streams: 2, polls: 1 }), 5);
       await subscriptions[0]!.close();
@@ -193,7 +208,10 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     const before = await scrape(metricsOf(main));
     const owner = world.users.owner.auth;
     expect((await fetch(`${main.url}/api/v1/attachments`, { headers: { authorization: owner } })).status).toBe(200);
-    const missing = await fetch(`${main.url}/api/v1/realm/emoji/no_such_emoji_4f7a`, { method: 'DELETE', headers: { authorization: owner } });
+    const missing = await fetch(`${main.url}/api/v1/realm/emoji/no_such_emoji_4f7a`, {
+      method: 'DELETE',
+      headers: { authorization: owner },
+    });
     expect(missing.status).toBe(404);
     expect((await fetch(`${main.url}/accounts/do_confirm/SECRETKEY0123456789abcdef`)).status).toBe(404);
     expect((await fetch(`${main.url}/no/such/page`)).status).toBe(404);
@@ -248,11 +266,20 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
   test('client errors count with their own code or BAD_USER_INPUT, never INTERNAL_SERVER_ERROR', async () => {
     const auth = world.users.owner.auth;
     const send = async (body: Record<string, unknown>) =>
-      (await fetch(`${main.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: auth }, body: JSON.stringify(body) })).json();
+      (
+        await fetch(`${main.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: auth },
+          body: JSON.stringify(body),
+        })
+      ).json();
     const before = await scrape(metricsOf(main));
     const missing = await send({ query: 'query ClientMissingVariable($limit: Int!) { directMessages(limit: $limit) { id } }' });
     expect(missing.errors[0].message).toBe('Variable "$limit" of required type "Int!" was not provided.');
-    const mistyped = await send({ query: 'query ClientMistypedVariable($limit: Int!) { directMessages(limit: $limit) { id } }', variables: { limit: 'ten' } });
+    const mistyped = await send({
+      query: 'query ClientMistypedVariable($limit: Int!) { directMessages(limit: $limit) { id } }',
+      variables: { limit: 'ten' },
+    });
     expect(mistyped.errors[0].message).toMatch(/^Variable "\$limit" got invalid value "ten"/);
     const undeclared = await send({ query: 'query ClientUndeclaredVariable { directMessages(limit: $limit) { id } }' });
     expect(undeclared.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
@@ -277,14 +304,20 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     const before = await scrape(beside.metricsUrl!, {});
     const invite = async (server: TestServer, email: string) => {
       const body = new URLSearchParams({ invitee_emails: email, stream_ids: '[]', invite_as: '400' });
-      expect((await fetch(`${server.url}/api/v1/invites`, { method: 'POST', headers: { authorization: world.users.owner.auth }, body })).status).toBe(200);
+      expect(
+        (await fetch(`${server.url}/api/v1/invites`, { method: 'POST', headers: { authorization: world.users.owner.auth }, body })).status,
+      ).toBe(200);
     };
     // The server beside runs no e-mail worker: the e-mail stays queued.
     await invite(beside, address);
     const anHourAgo = new Date(Date.now() - 3_600_000);
-    expect((await beside.app.prisma.outboxEmail.updateMany({ where: { toAddress: address }, data: { createdAt: anHourAgo } })).count).toBe(1);
+    expect((await beside.app.prisma.outboxEmail.updateMany({ where: { toAddress: address }, data: { createdAt: anHourAgo } })).count).toBe(
+      1,
+    );
     const queued = await scrape(beside.metricsUrl!, {});
-    expect(queued.value('teamchat_outbox_emails', { status: 'pending' }) - before.value('teamchat_outbox_emails', { status: 'pending' })).toBe(1);
+    expect(
+      queued.value('teamchat_outbox_emails', { status: 'pending' }) - before.value('teamchat_outbox_emails', { status: 'pending' }),
+    ).toBe(1);
     expect(queued.value('teamchat_outbox_emails', { status: 'failed' })).toBe(0);
     const age = queued.value('teamchat_outbox_oldest_pending_age_seconds');
     expect(age).toBeGreaterThanOrEqual(3600);
@@ -292,12 +325,17 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
 
     // The main server's worker delivers what is due (its own invitation's e-mail and the one above).
     const sentRows = () => main.app.prisma.outboxEmail.count({ where: { status: 'SENT' } });
-    const [sentBefore, deliveredBefore] = [await sentRows(), (await scrape(metricsOf(main))).value('teamchat_outbox_deliveries_total', { outcome: 'sent' })];
+    const [sentBefore, deliveredBefore] = [
+      await sentRows(),
+      (await scrape(metricsOf(main))).value('teamchat_outbox_deliveries_total', { outcome: 'sent' }),
+    ];
     await invite(main, `metrics-main-${Date.now()}@example.net`);
     await eventually(async () => {
       const scraped = await scrape(metricsOf(main));
       expect(scraped.value('teamchat_outbox_emails', { status: 'pending' })).toBe(0);
-      expect(scraped.value('teamchat_outbox_deliveries_total', { outcome: 'sent' }) - deliveredBefore).toBe((await sentRows()) - sentBefore);
+      expect(scraped.value('teamchat_outbox_deliveries_total', { outcome: 'sent' }) - deliveredBefore).toBe(
+        (await sentRows()) - sentBefore,
+      );
     });
     const delivered = await scrape(metricsOf(main));
     expect(delivered.value('teamchat_outbox_deliveries_total', { outcome: 'sent' }) - deliveredBefore).toBeGreaterThanOrEqual(2);
@@ -311,11 +349,16 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     const smtpUrl = `smtp://127.0.0.1:${(refusingSmtp.address() as AddressInfo).port}`;
     // The e-mail must be attempted by this server's worker alone: main's, on the same database, would deliver it.
     await main.outbox?.stop();
-    const failing = await startTestServer({ metrics: { port: 0 }, smtpUrl }, { outbox: { pollMs: 3_600_000, retryDelayMs: () => 3_600_000 } });
+    const failing = await startTestServer(
+      { metrics: { port: 0 }, smtpUrl },
+      { outbox: { pollMs: 3_600_000, retryDelayMs: () => 3_600_000 } },
+    );
     try {
       const address = `metrics-failing-${Date.now()}@example.net`;
       const body = new URLSearchParams({ invitee_emails: address, stream_ids: '[]', invite_as: '400' });
-      expect((await fetch(`${failing.url}/api/v1/invites`, { method: 'POST', headers: { authorization: world.users.owner.auth }, body })).status).toBe(200);
+      expect(
+        (await fetch(`${failing.url}/api/v1/invites`, { method: 'POST', headers: { authorization: world.users.owner.auth }, body })).status,
+      ).toBe(200);
       await eventually(async () => {
         const row = await failing.app.prisma.outboxEmail.findFirstOrThrow({ where: { toAddress: address } });
         expect(row.lastError).not.toBeNull();
@@ -363,6 +406,9 @@ describe('with METRICS_TOKEN on the main port, and METRICS_PORT on a server besi
     expect(statuses).toEqual([401, 401, 401, 429]);
     const lockedOut = await scrape(metricsOf(main));
     expect(lockedOut.value(refusals, { kind: 'failed_login' }) - limited.value(refusals, { kind: 'failed_login' })).toBe(1);
-    expect(lockedOut.value(HTTP, { door: 'rest', route: '/api/v1/users/me', status: '429' }) - before.value(HTTP, { door: 'rest', route: '/api/v1/users/me', status: '429' })).toBe(2);
+    expect(
+      lockedOut.value(HTTP, { door: 'rest', route: '/api/v1/users/me', status: '429' }) -
+        before.value(HTTP, { door: 'rest', route: '/api/v1/users/me', status: '429' }),
+    ).toBe(2);
   });
 });

@@ -63,15 +63,20 @@ describe('changes made outside the server take effect in it at once', () => {
 
   test('its allowed domains', async () => {
     const world = await createWorld(server.app.prisma, (file) => (file.organization.emails_restricted_to_domains = true));
-    expect((await memberInvites(world, 'example.net')).body).toMatchObject({ msg: "Some emails did not validate, so we didn't send any invitations." });
+    expect((await memberInvites(world, 'example.net')).body).toMatchObject({
+      msg: "Some emails did not validate, so we didn't send any invitations.",
+    });
     await runOnTestDatabase(`INSERT INTO organization_domain ("organizationId", domain) VALUES ($1, 'example.net')`, [world.org.id]);
     await answersWithinASecond(world, '', 'example.net');
   });
 
-  test("a member leaving the group that holds the setting", async () => {
+  test('a member leaving the group that holds the setting', async () => {
     const world = await createWorld(server.app.prisma, (file) => (file.organization.can_invite_users_group = 'support'));
     expect((await memberInvites(world)).status).toBe(200);
-    await runOnTestDatabase(`DELETE FROM user_group_member WHERE "groupId" = $1 AND "userId" = $2`, [await world.groupId('support'), world.users.member.id]);
+    await runOnTestDatabase(`DELETE FROM user_group_member WHERE "groupId" = $1 AND "userId" = $2`, [
+      await world.groupId('support'),
+      world.users.member.id,
+    ]);
     await answersWithinASecond(world, INSUFFICIENT);
   });
 
@@ -107,7 +112,8 @@ describe('what is announced', () => {
     expect((await memberInvites(world)).status).toBe(200);
     const held = server.app.permissionCache!.size;
     expect(held).toBeGreaterThan(0);
-    const counted = () => runOnTestDatabase(`UPDATE organization SET "uploadSpaceUsed" = "uploadSpaceUsed" + 10 WHERE id = $1`, [world.org.id]);
+    const counted = () =>
+      runOnTestDatabase(`UPDATE organization SET "uploadSpaceUsed" = "uploadSpaceUsed" + 10 WHERE id = $1`, [world.org.id]);
     expect(await heardAround(counted)).toEqual(['marker']);
     const renamed = () => runOnTestDatabase(`UPDATE organization SET name = name || '!' WHERE id = $1`, [world.org.id]);
     expect(await heardAround(renamed)).toEqual(['*', 'marker']);

@@ -33,7 +33,9 @@ function document(runId: string, index: number): string {
 }
 
 async function send(url: string, query: string, register: boolean): Promise<string> {
-  const extensions = register ? { persistedQuery: { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') } } : undefined;
+  const extensions = register
+    ? { persistedQuery: { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') } }
+    : undefined;
   try {
     const response = await fetch(`${url}/graphql`, {
       method: 'POST',
@@ -71,7 +73,10 @@ export async function runAnonymousDocuments(url: string, pid: number): Promise<A
   const violations: string[] = [];
   const others = Object.entries(statuses).filter(([status]) => !ANSWERS_ALLOWED.includes(status));
   if (others.length > 0) violations.push(`answers other than ${ANSWERS_ALLOWED.join(', ')}: ${JSON.stringify(Object.fromEntries(others))}`);
-  if (rssPeak - rssBefore >= MAX_RSS_GROWTH) violations.push(`RSS grew by ${mib(rssPeak - rssBefore)} MiB (${mib(rssBefore)} -> ${mib(rssPeak)}), not less than ${mib(MAX_RSS_GROWTH)}`);
+  if (rssPeak - rssBefore >= MAX_RSS_GROWTH)
+    violations.push(
+      `RSS grew by ${mib(rssPeak - rssBefore)} MiB (${mib(rssBefore)} -> ${mib(rssPeak)}), not less than ${mib(MAX_RSS_GROWTH)}`,
+    );
   if (rssOf(pid) === 0) violations.push('the server process died');
   for (const reason of violations) violation(ANONYMOUS_DOCUMENTS_SCENARIO, reason);
   const result = { statuses, rssBefore, rssPeak, violations };
@@ -87,7 +92,9 @@ export function anonymousDocumentsMarkdown(modes: { mode: string; anonymousDocum
   for (const { mode, anonymousDocuments: a } of modes) {
     if (!a) continue;
     const met = (ok: boolean) => (ok ? 'met' : '**not met**');
-    const answers = Object.entries(a.statuses).map(([status, count]) => `${count} x ${status}`).join(', ');
+    const answers = Object.entries(a.statuses)
+      .map(([status, count]) => `${count} x ${status}`)
+      .join(', ');
     lines.push(
       '',
       `### Anonymous documents (${mode}): ${DOCUMENTS} distinct 900 KB documents without credentials, ${REGISTRATIONS} of them APQ registrations`,

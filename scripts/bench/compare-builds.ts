@@ -15,7 +15,16 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { freshDatabaseBeside } from './databases.js';
-import { ATTACHMENT_PAGE_QUERY, ATTACHMENTS_QUERY, benchOrganization, emojiName, FULL, importedIds, insertListedInvitations, INVITATIONS_QUERY } from './organization.js';
+import {
+  ATTACHMENT_PAGE_QUERY,
+  ATTACHMENTS_QUERY,
+  benchOrganization,
+  emojiName,
+  FULL,
+  importedIds,
+  insertListedInvitations,
+  INVITATIONS_QUERY,
+} from './organization.js';
 import { cpuMsOf, postgresCpuSince } from './load.js';
 import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_ENV, type BenchProcess } from './processes.js';
 
@@ -59,12 +68,24 @@ type Request = { method: 'GET' | 'POST' | 'DELETE'; path: string; headers: Recor
 /** The request of a kind; the writes' vary per request (emoji names, new addresses). */
 function requestOf(kind: string, org: Organization): { fixed?: Request; next?: () => Request } {
   const headers = { authorization: org.authorization };
-  const graphql = (query: string): { fixed: Request } => ({ fixed: { method: 'POST', path: '/graphql', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query }) } });
+  const graphql = (query: string): { fixed: Request } => ({
+    fixed: {
+      method: 'POST',
+      path: '/graphql',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query }),
+    },
+  });
   let count = 0;
   const invite = (addresses: number) => (): Request => {
     const batch = `${Date.now()}-${count++}`;
     const emails = Array.from({ length: addresses }, (_, k) => `${INVITED_PREFIX}${batch}-${k}@invitees.example`).join(',');
-    return { method: 'POST', path: '/api/v1/invites', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ invitee_emails: emails, stream_ids: '[]', invite_as: '400' }).toString() };
+    return {
+      method: 'POST',
+      path: '/api/v1/invites',
+      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ invitee_emails: emails, stream_ids: '[]', invite_as: '400' }).toString(),
+    };
   };
   const kinds: Record<string, () => { fixed?: Request; next?: () => Request }> = {
     rest: () => ({ fixed: { method: 'GET', path: '/api/v1/attachments', headers } }),
@@ -73,7 +94,9 @@ function requestOf(kind: string, org: Organization): { fixed?: Request; next?: (
     page: () => graphql(ATTACHMENT_PAGE_QUERY),
     inv: () => graphql(INVITATIONS_QUERY),
     me: () => graphql('{ me { id } }'),
-    emoji: () => ({ next: (): Request => ({ method: 'DELETE', path: `/api/v1/realm/emoji/${emojiName(count++ % FULL.main.emoji)}`, headers }) }),
+    emoji: () => ({
+      next: (): Request => ({ method: 'DELETE', path: `/api/v1/realm/emoji/${emojiName(count++ % FULL.main.emoji)}`, headers }),
+    }),
     invite: () => ({ next: invite(1) }),
     invite100: () => ({ next: invite(100) }),
   };
@@ -91,7 +114,8 @@ interface Target {
 
 async function start(name: string, org: Organization): Promise<Target> {
   const [folder, ...flags] = name.split('@');
-  const args = folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
+  const args =
+    folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
   const env = { ...THROUGHPUT_ENV, DATABASE_URL: org.databaseUrl };
   const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
   return { name, process: started, rates: [], cpu: [], database: [] };
@@ -104,16 +128,31 @@ async function removeInvitesMade(db: pg.Pool, org: Organization): Promise<void> 
   await db.query(`DELETE FROM invitation WHERE id IN (${made})`, [org.id]);
 }
 
-async function round(target: Target, kind: string, org: Organization, db: pg.Pool, seconds: number): Promise<{ rate: number; cpu: number; database: number }> {
+async function round(
+  target: Target,
+  kind: string,
+  org: Organization,
+  db: pg.Pool,
+  seconds: number,
+): Promise<{ rate: number; cpu: number; database: number }> {
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   if (kind.startsWith('invite')) await removeInvitesMade(db, org);
   const { fixed, next } = requestOf(kind, org);
   const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuSince() };
-  const result = await autocannon({ url: target.process.url, connections: 8, duration: seconds, requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }] });
+  const result = await autocannon({
+    url: target.process.url,
+    connections: 8,
+    duration: seconds,
+    requests: [fixed ?? { setupRequest: (request) => ({ ...request, ...next!() }) }],
+  });
   const msPerRequest = (ms: number) => ms / Math.max(1, result.requests.total);
   const failed = result.non2xx + result.errors;
   if (failed > 0) console.error(`${target.name}: ${failed} requests failed (${JSON.stringify(result.statusCodeStats)})`);
-  return { rate: result.requests.average, cpu: msPerRequest(cpuMsOf(target.process.child.pid!) - before.own), database: msPerRequest(before.database()) };
+  return {
+    rate: result.requests.average,
+    cpu: msPerRequest(cpuMsOf(target.process.child.pid!) - before.own),
+    database: msPerRequest(before.database()),
+  };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -137,7 +176,9 @@ async function compare(kind: string, seconds: number, rounds: number, names: str
     }
     console.log(`| ${kind}: target | req/s (median) | CPU ms/request | PostgreSQL ms/request | rounds' CPU |\n|---|---:|---:|---:|---|`);
     for (const t of targets) {
-      console.log(`| ${t.name} | ${median(t.rates).toFixed(0)} | ${median(t.cpu).toFixed(3)} | ${median(t.database).toFixed(3)} | ${t.cpu.map((c) => c.toFixed(3)).join(' ')} |`);
+      console.log(
+        `| ${t.name} | ${median(t.rates).toFixed(0)} | ${median(t.cpu).toFixed(3)} | ${median(t.database).toFixed(3)} | ${t.cpu.map((c) => c.toFixed(3)).join(' ')} |`,
+      );
     }
   } finally {
     for (const target of targets) await target.process.stop();

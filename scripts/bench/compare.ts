@@ -32,7 +32,8 @@ function fieldDifferences(floor: string, real: string): string {
 /** Why the rows two sides wrote differ, or undefined when they are alike. */
 function differentWrites(floor: WrittenRows | undefined, real: WrittenRows | undefined): string | undefined {
   if (!floor || !real) return undefined;
-  if (floor.shapes.length === 0 || real.shapes.length === 0) return `no rows written (floor: ${floor.shapes.length} shapes, server: ${real.shapes.length})`;
+  if (floor.shapes.length === 0 || real.shapes.length === 0)
+    return `no rows written (floor: ${floor.shapes.length} shapes, server: ${real.shapes.length})`;
   const onlyFloor = floor.shapes.filter((shape) => !real.shapes.includes(shape));
   const onlyReal = real.shapes.filter((shape) => !floor.shapes.includes(shape));
   if (onlyFloor.length === 0 && onlyReal.length === 0) return undefined;
@@ -46,7 +47,9 @@ export async function agreedAnswer(scenario: Scenario, { floor, real }: Pair): P
   await scenario.reset?.();
   const [a, b] = [await answerOnce(scenario, floor), await answerOnce(scenario, real)];
   if (a.status !== b.status || !a.body.equals(b.body)) {
-    throw new Error(`${scenario.name}: the floor answered ${a.status} ${excerpt(a.body.toString())}\nthe server answered ${b.status} ${excerpt(b.body.toString())}`);
+    throw new Error(
+      `${scenario.name}: the floor answered ${a.status} ${excerpt(a.body.toString())}\nthe server answered ${b.status} ${excerpt(b.body.toString())}`,
+    );
   }
   const rows = [differentWrites(a.writes, b.writes), ...(a.writes?.problems ?? []), ...(b.writes?.problems ?? [])].filter(Boolean);
   if (rows.length > 0) throw new Error(`${scenario.name}: ${rows.join('; ')}`);
@@ -56,14 +59,19 @@ export async function agreedAnswer(scenario: Scenario, { floor, real }: Pair): P
 function answerMismatches(side: string, rounds: Round[], expected: Answer): string[] {
   return rounds.flatMap((round, i) => {
     if (round.mismatches === 0) return [];
-    return [`${side}, round ${i + 1}: ${round.mismatches} answers differ from the agreed ${expected.status} answer; e.g. ${round.mismatchSamples.join(' | ')}`];
+    return [
+      `${side}, round ${i + 1}: ${round.mismatches} answers differ from the agreed ${expected.status} answer; e.g. ${round.mismatchSamples.join(' | ')}`,
+    ];
   });
 }
 
 /** Every request answered with success must have written its rows, and they must be whole. */
 function badWrites(side: string, round: Round, i: number): string[] {
   if (!round.writes) return [];
-  const unwritten = round.writes.requests < round.requests ? [`${round.requests} requests answered, the rows of only ${round.writes.requests} written`] : [];
+  const unwritten =
+    round.writes.requests < round.requests
+      ? [`${round.requests} requests answered, the rows of only ${round.writes.requests} written`]
+      : [];
   return [...unwritten, ...round.writes.problems].map((problem) => `${side}, round ${i + 1}: ${problem}`);
 }
 

@@ -12,9 +12,16 @@ export interface DatabaseStatement {
 }
 
 /** Statements per second of `connections` clients sending `statement` one after another for `seconds`. */
-export async function statementsPerSecond(databaseUrl: string, statement: DatabaseStatement, { connections, seconds }: { connections: number; seconds: number }): Promise<number> {
+export async function statementsPerSecond(
+  databaseUrl: string,
+  statement: DatabaseStatement,
+  { connections, seconds }: { connections: number; seconds: number },
+): Promise<number> {
   // "bench...": the bench leaves these backends out of the server's database memory.
-  const clients = Array.from({ length: connections }, () => new pg.Client({ connectionString: databaseUrl, application_name: 'bench database limit', types: SQL_TYPE_PARSERS }));
+  const clients = Array.from(
+    { length: connections },
+    () => new pg.Client({ connectionString: databaseUrl, application_name: 'bench database limit', types: SQL_TYPE_PARSERS }),
+  );
   await Promise.all(clients.map((client) => client.connect()));
   try {
     await clients[0]!.query(statement.text, statement.values);

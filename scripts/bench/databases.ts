@@ -24,5 +24,7 @@ export async function freshDatabaseBeside(databaseUrl: string, suffix: string): 
 }
 
 export async function dropDatabaseBeside(databaseUrl: string, freshUrl: string): Promise<void> {
-  await asAdministrator(databaseUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS "${new URL(freshUrl).pathname.slice(1)}" WITH (FORCE)`));
+  await asAdministrator(databaseUrl, (admin) =>
+    admin.query(`DROP DATABASE IF EXISTS "${new URL(freshUrl).pathname.slice(1)}" WITH (FORCE)`),
+  );
 }

@@ -40,8 +40,12 @@ if (kinds.length === 0) {
 }
 copyWithoutDoor();
 for (const kind of kinds) {
-  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/bench/compare-builds.ts', kind, String(SECONDS), String(ROUNDS), 'floor', 'dist', COPY], {
-    stdio: 'inherit',
-    env: { ...process.env, WARM_UP_SECONDS: process.env.WARM_UP_SECONDS ?? '3' },
-  });
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/bench/compare-builds.ts', kind, String(SECONDS), String(ROUNDS), 'floor', 'dist', COPY],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, WARM_UP_SECONDS: process.env.WARM_UP_SECONDS ?? '3' },
+    },
+  );
 }

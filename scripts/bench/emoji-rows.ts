@@ -35,7 +35,10 @@ export function emojiWrites(db: pg.Pool, organizationId: number): NonNullable<Sc
       const [counts, written] = await Promise.all([db.query(COUNTS, values), db.query(WRITTEN_SHAPES, values)]);
       const { audits, events } = counts.rows[0];
       const deactivated = counts.rows[0].deactivated - before.deactivated;
-      const problems = audits === events && events === deactivated ? [] : [`${deactivated} emoji deactivated with ${audits} audit entries and ${events} events`];
+      const problems =
+        audits === events && events === deactivated
+          ? []
+          : [`${deactivated} emoji deactivated with ${audits} audit entries and ${events} events`];
       return { requests: deactivated, shapes: written.rows.map((row) => row.shape), problems };
     };
   };

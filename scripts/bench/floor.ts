@@ -75,7 +75,9 @@ async function authenticate(req: IncomingMessage): Promise<Caller | undefined> {
   const [scheme, encoded] = header.split(' ');
   if (scheme !== 'Basic' || !encoded) return undefined;
   const [email, key] = Buffer.from(encoded, 'base64').toString().split(':');
-  const hash = createHash('sha256').update(key ?? '').digest('hex');
+  const hash = createHash('sha256')
+    .update(key ?? '')
+    .digest('hex');
   const { rows } = await query(
     pool,
     `SELECT u.id, u."organizationId", u.role, u."fullName", u.email, u."emailKey", u."isActive", o.deactivated
@@ -120,7 +122,14 @@ async function restAttachments(caller: Caller, res: ServerResponse) {
   send(res, 200, {
     result: 'success',
     msg: '',
-    attachments: files.map((a) => ({ id: a.id, name: a.name, path_id: a.pathId, size: Number(a.size), create_time: a.createTime, message_ids: a.messageIds })),
+    attachments: files.map((a) => ({
+      id: a.id,
+      name: a.name,
+      path_id: a.pathId,
+      size: Number(a.size),
+      create_time: a.createTime,
+      message_ids: a.messageIds,
+    })),
     upload_space_used: total,
   });
 }
@@ -138,7 +147,12 @@ const graphqlFile = (a: Record<string, any>) => ({
 
 async function graphqlAttachments(caller: Caller, res: ServerResponse) {
   const { files, total } = await ownAttachments(caller, true);
-  send(res, 200, { data: { attachments: { uploadSpaceUsed: total, attachments: files.map(graphqlFile) } } }, 'application/graphql-response+json; charset=utf-8');
+  send(
+    res,
+    200,
+    { data: { attachments: { uploadSpaceUsed: total, attachments: files.map(graphqlFile) } } },
+    'application/graphql-response+json; charset=utf-8',
+  );
 }
 
 /** The first page of the caller's files: the server's own statement (one extra row says whether more follow). */
@@ -148,7 +162,10 @@ async function graphqlAttachmentPage(caller: Caller, res: ServerResponse) {
   const files = rows.filter((row) => row.id !== null);
   const nodes = files.slice(0, ATTACHMENT_PAGE_SIZE).map(graphqlFile);
   const last = nodes.at(-1);
-  const pageInfo = { endCursor: last ? encodeCursor({ name: 'attachment', columns: [], descending: false }, [last.id]) : null, hasNextPage: files.length > ATTACHMENT_PAGE_SIZE };
+  const pageInfo = {
+    endCursor: last ? encodeCursor({ name: 'attachment', columns: [], descending: false }, [last.id]) : null,
+    hasNextPage: files.length > ATTACHMENT_PAGE_SIZE,
+  };
   send(res, 200, { data: { me: { attachmentPage: { nodes, pageInfo } } } }, 'application/graphql-response+json; charset=utf-8');
 }
 
@@ -203,7 +220,14 @@ async function deactivateEmoji(caller: Caller, name: string, res: ServerResponse
 }
 
 async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse) {
-  const emails = [...new Set((body.get('invitee_emails') ?? '').split(/[,\n]/).map((e) => e.trim()).filter(Boolean))];
+  const emails = [
+    ...new Set(
+      (body.get('invitee_emails') ?? '')
+        .split(/[,\n]/)
+        .map((e) => e.trim())
+        .filter(Boolean),
+    ),
+  ];
   const now = new Date();
   const expiresAt = new Date(now.getTime() + validityMinutes * 60_000);
   const client = await pool.connect();
@@ -274,11 +298,13 @@ async function handle(req: IncomingMessage, res: ServerResponse) {
   if (req.url === '/health') return send(res, 200, { status: 'ok' });
   const caller = await authenticate(req);
   if (!caller) return send(res, 401, { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' });
-  if (!(await withinRateLimits(caller))) return send(res, 429, { result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' });
+  if (!(await withinRateLimits(caller)))
+    return send(res, 429, { result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' });
   const emoji = /^\/api\/v1\/realm\/emoji\/([^/]+)$/.exec(req.url ?? '');
   if (req.method === 'GET' && req.url === '/api/v1/attachments') return restAttachments(caller, res);
   // The probe beside the invitations (its body is not compared).
-  if (req.method === 'GET' && req.url === '/api/v1/users/me') return send(res, 200, { result: 'success', msg: '', user_id: caller.id, role: caller.role });
+  if (req.method === 'GET' && req.url === '/api/v1/users/me')
+    return send(res, 200, { result: 'success', msg: '', user_id: caller.id, role: caller.role });
   const query = req.method === 'POST' && req.url === '/graphql' ? JSON.parse(body).query : undefined;
   if (query === ATTACHMENTS_QUERY) return graphqlAttachments(caller, res);
   if (query === ATTACHMENT_PAGE_QUERY) return graphqlAttachmentPage(caller, res);

@@ -106,11 +106,19 @@ export async function runHostile(real: BenchProcess, db: pg.Pool, org: HostileOr
   const runId = Date.now().toString(36);
   const restList = () => send(`${url}/api/v1/attachments`, { headers: hoarder });
   const graphqlList = () =>
-    send(`${url}/graphql`, { method: 'POST', headers: { ...hoarder, 'content-type': 'application/json' }, body: JSON.stringify({ query: ATTACHMENTS_QUERY }) });
+    send(`${url}/graphql`, {
+      method: 'POST',
+      headers: { ...hoarder, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: ATTACHMENTS_QUERY }),
+    });
   const invite = (batch: number) => () => {
     const emails = Array.from({ length: ADDRESSES }, (_, k) => `hostile-${runId}-${batch}-${k}@invitees.example`);
     const body = new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString();
-    return send(`${url}/api/v1/invites`, { method: 'POST', headers: { ...hoarder, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    return send(`${url}/api/v1/invites`, {
+      method: 'POST',
+      headers: { ...hoarder, 'content-type': 'application/x-www-form-urlencoded' },
+      body,
+    });
   };
   const latencies: number[] = [];
   const otherUser = async () => {
@@ -133,7 +141,12 @@ export async function runHostile(real: BenchProcess, db: pg.Pool, org: HostileOr
   Object.assign(result.other, { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: Math.round(latencies.at(-1) ?? 0) });
   result.alive = real.child.exitCode === null && rssOf(real.child.pid!) > 0 && (await send(`${url}/health`, {})) === 200;
   console.error(`${HOSTILE_SCENARIO}: ${JSON.stringify(result)}`);
-  for (const [requests, t] of [['lists (REST)', result.rest], ['lists (GraphQL)', result.graphql], ['invitations', result.invitations], ["the other user's requests", result.other]] as const) {
+  for (const [requests, t] of [
+    ['lists (REST)', result.rest],
+    ['lists (GraphQL)', result.graphql],
+    ['invitations', result.invitations],
+    ["the other user's requests", result.other],
+  ] as const) {
     expectHolds(HOSTILE_SCENARIO, t.failed === 0, `${requests}: ${t.failed} answers neither 200 nor 503 (${t.failures.join(', ')})`);
   }
   expectHolds(HOSTILE_SCENARIO, result.alive, 'the server did not live through it (no process, or /health not 200)');

@@ -45,13 +45,18 @@ const COUNTS = `
 export function invitationWrites(db: pg.Pool, organizationId: number, addresses: number): NonNullable<Scenario['recordWrites']> {
   return async () => {
     const since = new Date().toISOString();
-    const { rows } = await db.query('SELECT (SELECT coalesce(max(id), 0) FROM invitation) AS last, (SELECT coalesce(max(id), 0) FROM event) AS "lastEvent"');
+    const { rows } = await db.query(
+      'SELECT (SELECT coalesce(max(id), 0) FROM invitation) AS last, (SELECT coalesce(max(id), 0) FROM event) AS "lastEvent"',
+    );
     const { last: lastId, lastEvent } = rows[0];
     return async (): Promise<WrittenRows> => {
       // Statistics from before the round (the tables empty at the import's ANALYZE) made PostgreSQL
       // walk the round's e-mails once per invitation: six minutes for a round of 15,000.
       await db.query('ANALYZE invitation, outbox_email');
-      const [counts, written] = await Promise.all([db.query(COUNTS, [organizationId, since, lastId, lastEvent]), db.query(WRITTEN_SHAPES, [organizationId, since, lastEvent])]);
+      const [counts, written] = await Promise.all([
+        db.query(COUNTS, [organizationId, since, lastId, lastEvent]),
+        db.query(WRITTEN_SHAPES, [organizationId, since, lastEvent]),
+      ]);
       const { invitations, emails, events } = counts.rows[0];
       const requests = Math.floor(invitations / addresses);
       // A request of the previous round still in flight may add an event: fewer than one a request is wrong.

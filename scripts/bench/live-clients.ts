@@ -11,7 +11,16 @@ import WebSocket from 'ws';
 export type ClientKind = 'sse' | 'ws' | 'poll';
 
 export type Command =
-  | { op: 'open'; group: string; kind: ClientKind; url: string; authorizations: string[]; count: number; query?: string; eventTypes?: string[] }
+  | {
+      op: 'open';
+      group: string;
+      kind: ClientKind;
+      url: string;
+      authorizations: string[];
+      count: number;
+      query?: string;
+      eventTypes?: string[];
+    }
   | { op: 'close'; group: string }
   /** Resolves once `count` subscribers have received the deactivation of `name` (or after `timeoutMs`). */
   | { op: 'receipts'; name: string; count: number; timeoutMs: number };
@@ -99,7 +108,10 @@ function openPoll(url: string, authorization: string, eventTypes: string[]): () 
     if (!queueId) throw new Error(`register: ${registered.status} ${msg}`);
     let lastEventId = -1;
     while (!abort.signal.aborted) {
-      const response = await fetch(`${url}/api/v1/events?queue_id=${queueId}&last_event_id=${lastEventId}`, { headers, signal: abort.signal });
+      const response = await fetch(`${url}/api/v1/events?queue_id=${queueId}&last_event_id=${lastEventId}`, {
+        headers,
+        signal: abort.signal,
+      });
       const body = (await response.json()) as { events?: { id: number }[]; msg?: string };
       if (!response.ok) throw new Error(`events: ${response.status} ${body.msg}`);
       for (const event of body.events ?? []) lastEventId = Math.max(lastEventId, event.id);

@@ -21,7 +21,8 @@ import type { ClientKind, Command, Receipts } from './live-clients.js';
 import { now } from './live-clients.js';
 import { expectHolds, violation } from './violations.js';
 
-export const LIVE_SCENARIO = 'live updates: subscriptions and long polls open, fan-out across processes, statements per event, poll vs NOTIFY';
+export const LIVE_SCENARIO =
+  'live updates: subscriptions and long polls open, fan-out across processes, statements per event, poll vs NOTIFY';
 
 export interface LiveSizes {
   /** SSE subscriptions, WebSocket subscriptions and long polls each, for the memory figure. */
@@ -79,7 +80,10 @@ export interface LiveResult {
 
 /** The clients' process, driven over IPC. */
 function startClients() {
-  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(join(import.meta.dirname, 'live-clients.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   let next = 0;
   const pending = new Map<number, (reply: { result?: unknown; error?: string; failures: number; failureSamples: string[] }) => void>();
   let failures = { count: 0, samples: [] as string[] };
@@ -95,12 +99,19 @@ function startClients() {
       child.send({ id, command });
     });
   return {
-    open: (group: string, kind: ClientKind, url: string, authorizations: string[], count: number, extra: { query?: string; eventTypes?: string[] }) =>
-      send<void>({ op: 'open', group, kind, url, authorizations, count, ...extra }),
+    open: (
+      group: string,
+      kind: ClientKind,
+      url: string,
+      authorizations: string[],
+      count: number,
+      extra: { query?: string; eventTypes?: string[] },
+    ) => send<void>({ op: 'open', group, kind, url, authorizations, count, ...extra }),
     close: (group: string) => send<void>({ op: 'close', group }),
     receipts: (name: string, count: number, timeoutMs: number) => send<Receipts | undefined>({ op: 'receipts', name, count, timeoutMs }),
     failures: () => failures,
-    stop: () => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.disconnect()))),
+    stop: () =>
+      new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.disconnect()))),
   };
 }
 
@@ -126,10 +137,16 @@ async function openCounts(server: BenchProcess, attempts = 3): Promise<{ streams
  * Waits until B's counts are these (polls left out: not looked at); the time it took (ms), or null
  * when they were not reached within `ms`.
  */
-async function countsReach(server: BenchProcess, expected: { streams: number; polls?: number }, ms: number, everyMs = 25): Promise<number | null> {
+async function countsReach(
+  server: BenchProcess,
+  expected: { streams: number; polls?: number },
+  ms: number,
+  everyMs = 25,
+): Promise<number | null> {
   const started = performance.now();
   for (let last = await openCounts(server); ; last = await openCounts(server)) {
-    if (last.streams === expected.streams && (expected.polls === undefined || last.polls === expected.polls)) return performance.now() - started;
+    if (last.streams === expected.streams && (expected.polls === undefined || last.polls === expected.polls))
+      return performance.now() - started;
     if (performance.now() - started > ms) {
       console.error(`live: B holds ${JSON.stringify(last)}, expected ${JSON.stringify(expected)}`);
       return null;
@@ -148,7 +165,15 @@ const RAMP = 100;
  * A subscription request that B never answered within the wait, or a client's failure, is a
  * violation (the run fails); the run goes on without the missing ones to report the rest.
  */
-async function openOnB(clients: Clients, b: BenchProcess, group: string, kind: ClientKind, count: number, extra: { query?: string; eventTypes?: string[] }, authorizations: string[]): Promise<number> {
+async function openOnB(
+  clients: Clients,
+  b: BenchProcess,
+  group: string,
+  kind: ClientKind,
+  count: number,
+  extra: { query?: string; eventTypes?: string[] },
+  authorizations: string[],
+): Promise<number> {
   const start = await openCounts(b);
   let missing = 0;
   for (let opened = 0; opened < count; ) {
@@ -157,12 +182,17 @@ async function openOnB(clients: Clients, b: BenchProcess, group: string, kind: C
     const users = authorizations.map((_, i) => authorizations[(opened + i) % authorizations.length]!);
     await clients.open(group, kind, b.url, users, batch, extra);
     opened += batch;
-    const held = (counts: { streams: number; polls: number }) => (kind === 'poll' ? counts.polls - start.polls : counts.streams - start.streams);
-    const expected = kind === 'poll' ? { ...start, polls: start.polls + opened - missing } : { ...start, streams: start.streams + opened - missing };
+    const held = (counts: { streams: number; polls: number }) =>
+      kind === 'poll' ? counts.polls - start.polls : counts.streams - start.streams;
+    const expected =
+      kind === 'poll' ? { ...start, polls: start.polls + opened - missing } : { ...start, streams: start.streams + opened - missing };
     if ((await countsReach(b, expected, 30_000)) !== null) continue;
     missing = opened - held(await openCounts(b));
     const failures = clients.failures();
-    violation(LIVE_SCENARIO, `${missing} of ${opened} ${kind} clients not answered by B within 30 s (${failures.count} client failures: ${failures.samples.join(' | ')})`);
+    violation(
+      LIVE_SCENARIO,
+      `${missing} of ${opened} ${kind} clients not answered by B within 30 s (${failures.count} client failures: ${failures.samples.join(' | ')})`,
+    );
   }
   return missing;
 }
@@ -209,17 +239,30 @@ async function fanOut(
     const receipts = await clients.receipts(name, subscribers - notOpened, 10_000);
     if (!receipts || receipts.count < subscribers - notOpened) {
       incomplete++;
-      violation(LIVE_SCENARIO, `fan-out: the deactivation of ${name} reached ${receipts?.count ?? 0} of ${subscribers - notOpened} subscribers within 10 s`);
-    }
-    else latenciesMs.push(receipts.last - answered);
+      violation(
+        LIVE_SCENARIO,
+        `fan-out: the deactivation of ${name} reached ${receipts?.count ?? 0} of ${subscribers - notOpened} subscribers within 10 s`,
+      );
+    } else latenciesMs.push(receipts.last - answered);
     // Not in step with the reader's 80 ms ticks.
     await sleep(100 + Math.random() * 80);
   }
   const statements = (await b.statements()) - before;
   const seconds = (performance.now() - started) / 1000;
   await clients.close(group);
-  expectHolds(LIVE_SCENARIO, (await countsReach(b, { streams: 0, polls: 0 }, 10_000)) !== null, `fan-out: B's streams of ${subscribers} closed subscribers not freed within 10 s`);
-  const result = { subscribers, notOpened, latenciesMs, incomplete, statementsPerEvent: (statements - idleStatementsPerSecond * seconds) / events, idleStatementsPerSecond };
+  expectHolds(
+    LIVE_SCENARIO,
+    (await countsReach(b, { streams: 0, polls: 0 }, 10_000)) !== null,
+    `fan-out: B's streams of ${subscribers} closed subscribers not freed within 10 s`,
+  );
+  const result = {
+    subscribers,
+    notOpened,
+    latenciesMs,
+    incomplete,
+    statementsPerEvent: (statements - idleStatementsPerSecond * seconds) / events,
+    idleStatementsPerSecond,
+  };
   console.error(`live fan-out, ${subscribers} subscribers: ${JSON.stringify({ ...result, latenciesMs: latenciesMs.map(Math.round) })}`);
   return result;
 }
@@ -228,7 +271,13 @@ async function fanOut(
  * Commits per second of the deactivation statement (the floor's, without the audit row's variance)
  * at 8 clients for `seconds`, with or without a pg_notify in it; emoji reactivated before.
  */
-async function commitRate(databaseUrl: string, db: pg.Pool, org: LiveOrganization, seconds: number, notify: boolean): Promise<{ perSecond: number; notified: number }> {
+async function commitRate(
+  databaseUrl: string,
+  db: pg.Pool,
+  org: LiveOrganization,
+  seconds: number,
+  notify: boolean,
+): Promise<{ perSecond: number; notified: number }> {
   await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   const { rows } = await db.query<{ id: number }>('SELECT id FROM custom_emoji WHERE "organizationId" = $1 ORDER BY id', [org.id]);
   const ids = rows.map((row) => row.id);
@@ -244,21 +293,25 @@ async function commitRate(databaseUrl: string, db: pg.Pool, org: LiveOrganizatio
     INSERT INTO event ("organizationId", type, payload, "recipientIds")
     SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}'
       FROM updated${notify ? ", LATERAL (SELECT pg_notify('bench_events', '')) notified" : ''}`;
-  const clients = await Promise.all(Array.from({ length: 8 }, async () => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    return client;
-  }));
+  const clients = await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      return client;
+    }),
+  );
   let next = 0;
   let commits = 0;
   const until = performance.now() + seconds * 1000;
   const started = performance.now();
-  await Promise.all(clients.map(async (client) => {
-    while (performance.now() < until) {
-      await client.query(statement, [ids[next++ % ids.length], org.id]);
-      commits++;
-    }
-  }));
+  await Promise.all(
+    clients.map(async (client) => {
+      while (performance.now() < until) {
+        await client.query(statement, [ids[next++ % ids.length], org.id]);
+        commits++;
+      }
+    }),
+  );
   const elapsed = (performance.now() - started) / 1000;
   await Promise.all(clients.map((client) => client.end()));
   await sleep(200);
@@ -305,7 +358,9 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     await openOnB(clients, b, 'polls', 'poll', n, { eventTypes: ['attachment'] }, org.authorizations);
     const open = await settledRss();
     const peakRss = peak.stop().serverPeak;
-    console.error(`live: B's RSS ${mib(idle)} idle, ${mib(open)} with ${n} SSE + ${n} WebSocket subscriptions + ${n} long polls (peak ${mib(peakRss)})`);
+    console.error(
+      `live: B's RSS ${mib(idle)} idle, ${mib(open)} with ${n} SSE + ${n} WebSocket subscriptions + ${n} long polls (peak ${mib(peakRss)})`,
+    );
 
     const withIdle = await throughput(b);
     const closed = clients.close('sse');
@@ -319,9 +374,15 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     expectHolds(LIVE_SCENARIO, sseFreedMs !== null, `B's streams of ${n} closed SSE subscriptions not freed within 10 s`);
     await clients.close('ws');
     await clients.close('polls');
-    expectHolds(LIVE_SCENARIO, (await countsReach(b, { streams: 0, polls: 0 }, 10_000)) !== null, "B's WebSocket streams and waiting polls not freed within 10 s of their clients' closing");
+    expectHolds(
+      LIVE_SCENARIO,
+      (await countsReach(b, { streams: 0, polls: 0 }, 10_000)) !== null,
+      "B's WebSocket streams and waiting polls not freed within 10 s of their clients' closing",
+    );
     const without = await throughput(b);
-    console.error(`live: emoji deactivations on B ${withIdle.requestsPerSecond.toFixed(0)} req/s with the connections idle, ${without.requestsPerSecond.toFixed(0)} without; SSE freed in ${sseFreedMs?.toFixed(0)} ms`);
+    console.error(
+      `live: emoji deactivations on B ${withIdle.requestsPerSecond.toFixed(0)} req/s with the connections idle, ${without.requestsPerSecond.toFixed(0)} without; SSE freed in ${sseFreedMs?.toFixed(0)} ms`,
+    );
 
     await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
     const fanOuts = [
@@ -338,7 +399,9 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
       notifyCommitsPerSecond.push(notified.perSecond);
       notificationsReceived += notified.notified;
     }
-    console.error(`live: commits/s without NOTIFY ${pollCommitsPerSecond.map(Math.round).join(', ')}, with ${notifyCommitsPerSecond.map(Math.round).join(', ')}`);
+    console.error(
+      `live: commits/s without NOTIFY ${pollCommitsPerSecond.map(Math.round).join(', ')}, with ${notifyCommitsPerSecond.map(Math.round).join(', ')}`,
+    );
     const failures = clients.failures();
     expectHolds(LIVE_SCENARIO, failures.count === 0, `the clients saw ${failures.count} failures: ${failures.samples.join(' | ')}`);
     return {
@@ -379,7 +442,7 @@ export function liveMarkdown(modes: { mode: string; live?: LiveResult }[]): stri
       '',
       `- **Memory:** B's RSS ${mib(l.rss.idle)} idle, ${mib(l.rss.open)} with ${n} SSE subscriptions (attachmentsChanged), ${n} WebSocket subscriptions ` +
         `(invitationsChanged, one connection each) and ${n} waiting long polls (queues of \`attachment\` events), spread over the organization's ${l.users} users, open: ` +
-        `+${mib(added)} (${((added / 3 / n) / 1024).toFixed(1)} KiB per connection; by kind, as they opened: SSE +${mib(l.rss.withSse - l.rss.idle)}, ` +
+        `+${mib(added)} (${(added / 3 / n / 1024).toFixed(1)} KiB per connection; by kind, as they opened: SSE +${mib(l.rss.withSse - l.rss.idle)}, ` +
         `WebSocket +${mib(l.rss.withWs - l.rss.withSse)}, long polls +${mib(l.rss.open - l.rss.withWs)}; peak ${mib(l.rss.peak)}); target at most +${allowed.toFixed(0)} MiB: ${met(added <= allowed * 2 ** 20)}.`,
       `- **Closed connections:** the ${n} SSE subscriptions closed by their clients left B's count of open streams (\`teamchat_event_streams\`) ` +
         (l.sseFreedMs === null ? '**not within 10 s**' : `within ${l.sseFreedMs.toFixed(0)} ms`) +
@@ -414,7 +477,8 @@ export function liveMarkdown(modes: { mode: string; live?: LiveResult }[]): stri
         `${notify.toFixed(0)} commits/s with a \`pg_notify\` in it and one client LISTENing (${((notify / poll) * 100).toFixed(0)}%; ` +
         `rounds ${l.notify.pollCommitsPerSecond.map(Math.round).join(', ')} / ${l.notify.notifyCommitsPerSecond.map(Math.round).join(', ')}; ${l.notify.notificationsReceived} notifications received).`,
     );
-    if (l.clientFailures > 0) lines.push('', `**The clients saw ${l.clientFailures} failures**, e.g. ${l.clientFailureSamples.join(' | ')}`);
+    if (l.clientFailures > 0)
+      lines.push('', `**The clients saw ${l.clientFailures} failures**, e.g. ${l.clientFailureSamples.join(' | ')}`);
   }
   return lines.length ? `${lines.join('\n')}\n` : '';
 }

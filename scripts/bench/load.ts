@@ -144,12 +144,18 @@ function answerChecker(expected: Answer) {
   const onResponse = (status: number, body: string) => {
     if (status === expected.status && body === expected.body) return;
     count++;
-    if (samples.length < MISMATCH_SAMPLES) samples.push(status === expected.status ? difference(expected.body, body) : `${status} ${body.slice(0, 200)}`);
+    if (samples.length < MISMATCH_SAMPLES)
+      samples.push(status === expected.status ? difference(expected.body, body) : `${status} ${body.slice(0, 200)}`);
   };
   return { onResponse, result: () => ({ mismatches: count, mismatchSamples: samples }) };
 }
 
-export async function runRound(scenario: Scenario, server: BenchProcess, expected: Answer, options: { connections: number; seconds: number }): Promise<Round> {
+export async function runRound(
+  scenario: Scenario,
+  server: BenchProcess,
+  expected: Answer,
+  options: { connections: number; seconds: number },
+): Promise<Round> {
   await scenario.reset?.();
   const writes = await scenario.recordWrites?.();
   const checker = answerChecker(expected);
@@ -169,7 +175,10 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
         body: scenario.body,
         onResponse: checker.onResponse,
         ...(scenario.vary && {
-          setupRequest: (request) => ({ ...request, ...scenario.vary!({ path: request.path!, body: request.body as string | undefined, headers: scenario.headers }) }),
+          setupRequest: (request) => ({
+            ...request,
+            ...scenario.vary!({ path: request.path!, body: request.body as string | undefined, headers: scenario.headers }),
+          }),
         }),
       },
     ],
@@ -181,12 +190,19 @@ export async function runRound(scenario: Scenario, server: BenchProcess, expecte
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) {
     const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'));
-    console.error(`${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`);
+    console.error(
+      `${scenario.name} on ${server.name}: ${failed} failed (statuses ${JSON.stringify(statuses)}, ${result.errors} errors, ${result.timeouts} timeouts)`,
+    );
   }
   // A status that differs from the agreed answer is a mismatch (compare.ts); these are broken whatever was agreed.
   const serverErrors = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => code.startsWith('5'));
-  if (serverErrors.length > 0) violation(scenario.name, `${server.name} answered ${serverErrors.map(([code, { count }]) => `${count ?? 'some'} x ${code}`).join(', ')}`);
-  if (result.errors + result.timeouts > 0) violation(scenario.name, `${server.name}: ${result.errors} connection errors and ${result.timeouts} timeouts of the load's clients`);
+  if (serverErrors.length > 0)
+    violation(
+      scenario.name,
+      `${server.name} answered ${serverErrors.map(([code, { count }]) => `${count ?? 'some'} x ${code}`).join(', ')}`,
+    );
+  if (result.errors + result.timeouts > 0)
+    violation(scenario.name, `${server.name}: ${result.errors} connection errors and ${result.timeouts} timeouts of the load's clients`);
   const requests = result['2xx'];
   return {
     requestsPerSecond: requests / result.duration,

@@ -114,7 +114,8 @@ async function invite(url: string, authorization: string, emails: string[]): Pro
     body: new URLSearchParams({ invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }).toString(),
   });
   const body = await response.text();
-  if (response.status !== 200) throw new Error(`POST /api/v1/invites (${emails.length} addresses): ${response.status} ${body.slice(0, 300)}`);
+  if (response.status !== 200)
+    throw new Error(`POST /api/v1/invites (${emails.length} addresses): ${response.status} ${body.slice(0, 300)}`);
 }
 
 /** What the server left in its outbox, read once it has exited (the embedded database is started again for it). */
@@ -132,14 +133,24 @@ async function outboxAfterExit(database: { dataDir: string } | { databaseUrl: st
   }
 }
 
-export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: 'external'; databaseUrl: string }, backlogSize: number): Promise<OutboxFairnessResult> {
+export async function benchOutboxFairness(
+  mode: { kind: 'embedded' } | { kind: 'external'; databaseUrl: string },
+  backlogSize: number,
+): Promise<OutboxFairnessResult> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-outbox-'));
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
   await chmod(workDir, 0o755);
   const serverDir = join(workDir, 'server');
   const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench_outbox') : '';
   const mail = await startSlowMailServer();
-  const env = { NODE_ENV: 'production', API_RATE_LIMIT: 'off', SERVER_URL: 'http://bench.example', DATA_DIR: serverDir, DATABASE_URL: databaseUrl, SMTP_URL: mail.url };
+  const env = {
+    NODE_ENV: 'production',
+    API_RATE_LIMIT: 'off',
+    SERVER_URL: 'http://bench.example',
+    DATA_DIR: serverDir,
+    DATABASE_URL: databaseUrl,
+    SMTP_URL: mail.url,
+  };
   try {
     const server = await startProcess('server', realServerCommand(), env, serverDir);
     const whileRunning = failOnExit(server);
@@ -190,8 +201,14 @@ export async function benchOutboxFairness(mode: { kind: 'embedded' } | { kind: '
     const scenario = `${OUTBOX_SCENARIO} (${mode.kind})`;
     expectHolds(scenario, result.receivedTwice === 0, `${result.receivedTwice} e-mails sent twice`);
     expectHolds(scenario, exitCode === 0, `the server's exit status after SIGTERM was ${exitCode}, not 0`);
-    expectHolds(scenario, result.sentAfterExit <= result.received, `${result.sentAfterExit} e-mails marked sent but ${result.received} received`);
-    console.error(`${OUTBOX_SCENARIO} (${mode.kind}): other organization's e-mails after ${otherDelaysMs.map((ms) => ms.toFixed(0)).join(', ')} ms, exit ${sigtermExitMs.toFixed(0)} ms after SIGTERM`);
+    expectHolds(
+      scenario,
+      result.sentAfterExit <= result.received,
+      `${result.sentAfterExit} e-mails marked sent but ${result.received} received`,
+    );
+    console.error(
+      `${OUTBOX_SCENARIO} (${mode.kind}): other organization's e-mails after ${otherDelaysMs.map((ms) => ms.toFixed(0)).join(', ')} ms, exit ${sigtermExitMs.toFixed(0)} ms after SIGTERM`,
+    );
     return result;
   } finally {
     await mail.close();

@@ -15,7 +15,7 @@ const TARGET_RATIO = 1.5;
 const FILE_FIELDS = /attachments \{ (id .*) \} \} \}$/.exec(ATTACHMENTS_QUERY)![1]!;
 
 const KINDS = {
-  list: { label: 'the whole `attachments` list of a 50-file user (the bench\'s GraphQL request)', query: ATTACHMENTS_QUERY, files: 50 },
+  list: { label: "the whole `attachments` list of a 50-file user (the bench's GraphQL request)", query: ATTACHMENTS_QUERY, files: 50 },
   page: {
     label: `\`attachmentPage(first: 50) { nodes pageInfo }\` of a ${PAGE_FILES.toLocaleString('en')}-file user`,
     query: `{ me { attachmentPage(first: 50) { nodes { ${FILE_FIELDS} } pageInfo { endCursor hasNextPage } } } }`,
@@ -54,8 +54,10 @@ async function timed(server: BenchProcess, kind: Kind, authorization: string): P
   const ms = performance.now() - started;
   const body = JSON.parse(text);
   const files = kind === 'list' ? body.data?.attachments?.attachments : body.data?.me?.attachmentPage?.nodes;
-  if (response.status !== 200 || body.errors || files?.length !== 50) throw new Error(`pages, ${kind}: ${response.status} ${text.slice(0, 300)}`);
-  if (kind === 'counted' && body.data.me.attachmentPage.totalCount !== KINDS[kind].files) throw new Error(`pages: totalCount ${body.data.me.attachmentPage.totalCount}`);
+  if (response.status !== 200 || body.errors || files?.length !== 50)
+    throw new Error(`pages, ${kind}: ${response.status} ${text.slice(0, 300)}`);
+  if (kind === 'counted' && body.data.me.attachmentPage.totalCount !== KINDS[kind].files)
+    throw new Error(`pages: totalCount ${body.data.me.attachmentPage.totalCount}`);
   return { ms, bytes: text.length };
 }
 
@@ -78,7 +80,11 @@ export async function runPages(server: BenchProcess, db: pg.Pool, org: PagesOrga
     }
   }
   const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
-  const result = { requests: rounds * perRound, p50Ms: { list: p50(latencies.list), page: p50(latencies.page), counted: p50(latencies.counted) }, bytes };
+  const result = {
+    requests: rounds * perRound,
+    p50Ms: { list: p50(latencies.list), page: p50(latencies.page), counted: p50(latencies.counted) },
+    bytes,
+  };
   console.error(`${PAGES_SCENARIO}: ${JSON.stringify(result)}`);
   return result;
 }

@@ -29,7 +29,11 @@ function categoryOf(sample: string): string {
 }
 
 function summarize(file: string, requests: number, hertz: number) {
-  const script = execFileSync('perf', ['script', '-i', file, '-F', 'ip,sym,dso'], { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] });
+  const script = execFileSync('perf', ['script', '-i', file, '-F', 'ip,sym,dso'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const samples = script.split(/\n\s*\n/).filter((block) => block.trim() !== '');
   const counts = new Map<string, number>();
   for (const sample of samples) {
@@ -37,8 +41,17 @@ function summarize(file: string, requests: number, hertz: number) {
     counts.set(category, (counts.get(category) ?? 0) + 1);
   }
   const msPerRequest = (count: number) => ((count / hertz) * 1000) / requests;
-  const rows = [...counts].sort((a, b) => b[1] - a[1]).map(([name, count]) => `| ${name} | ${msPerRequest(count).toFixed(3)} | ${((100 * count) / samples.length).toFixed(1)} |`);
-  console.log(['| category | on-CPU ms per request | % |', '|---|---:|---:|', ...rows, `| total | ${msPerRequest(samples.length).toFixed(3)} | 100 |`].join('\n'));
+  const rows = [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, count]) => `| ${name} | ${msPerRequest(count).toFixed(3)} | ${((100 * count) / samples.length).toFixed(1)} |`);
+  console.log(
+    [
+      '| category | on-CPU ms per request | % |',
+      '|---|---:|---:|',
+      ...rows,
+      `| total | ${msPerRequest(samples.length).toFixed(3)} | 100 |`,
+    ].join('\n'),
+  );
 }
 
 const [file, requests, hertz = '999'] = process.argv.slice(2);

@@ -15,7 +15,9 @@ const org = JSON.parse(readFileSync('bench/compare-organization.json', 'utf8')) 
 
 const first = new pg.Client({ connectionString: org.databaseUrl });
 await first.connect();
-const { rows: [user] } = await first.query('SELECT id, "organizationId", role FROM user_account WHERE "organizationId" = $1 ORDER BY id LIMIT 1', [org.id]);
+const {
+  rows: [user],
+} = await first.query('SELECT id, "organizationId", role FROM user_account WHERE "organizationId" = $1 ORDER BY id LIMIT 1', [org.id]);
 await first.end();
 if (!user) throw new Error(`no user in organization ${org.id} of ${org.databaseUrl}: run compare-builds.ts setup first`);
 
@@ -33,12 +35,16 @@ try {
       const query = named ? { name: `prepared ${label}`, ...statement } : statement;
       let left = times;
       const before = { database: postgresCpuSince(), own: process.cpuUsage() };
-      await Promise.all(clients.map(async (client) => {
-        while (left-- > 0) await client.query(query);
-      }));
+      await Promise.all(
+        clients.map(async (client) => {
+          while (left-- > 0) await client.query(query);
+        }),
+      );
       const own = process.cpuUsage(before.own);
       const perStatement = (ms: number) => (ms / times).toFixed(3);
-      console.log(`${label}, ${named ? 'prepared' : 'unnamed'}: PostgreSQL ${perStatement(before.database())} ms, driver ${perStatement((own.user + own.system) / 1000)} ms per statement`);
+      console.log(
+        `${label}, ${named ? 'prepared' : 'unnamed'}: PostgreSQL ${perStatement(before.database())} ms, driver ${perStatement((own.user + own.system) / 1000)} ms per statement`,
+      );
     }
   }
 } finally {

@@ -72,7 +72,12 @@ process.once('exit', () => {
  * deployment's would go to a file or journal: read line by line here, it made the bench process (which
  * also runs the load) work for every request of the server's rounds and none of the floor's.
  */
-export async function startProcess(name: string, args: string[], env: Record<string, string | undefined>, dataDir: string): Promise<BenchProcess> {
+export async function startProcess(
+  name: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+  dataDir: string,
+): Promise<BenchProcess> {
   const port = await freePort();
   mkdirSync(dataDir, { recursive: true });
   const logFile = join(dataDir, 'stdout.log');
@@ -168,7 +173,11 @@ export function procStat(pid: number | string): { command: string; parent: numbe
     // The command (field 2, in parentheses) may hold spaces: the fields after it are counted from its end.
     // Field 4 is the parent; 14 and 15 (utime, stime) are in clock ticks.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), parent: Number(fields[1]), cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 };
+    return {
+      command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      parent: Number(fields[1]),
+      cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / 100,
+    };
   } catch {
     return undefined;
   }

@@ -36,11 +36,43 @@ const PHASES: [string, (frame: CallFrame, where: string) => boolean][] = [
   ['garbage collection', (f) => f.functionName === '(garbage collector)'],
   ['pg driver (protocol, parsing rows)', (_f, where) => /^pg(-protocol|-types|-pool)?$|^postgres-array$/.test(where)],
   ['compression', (f, where) => where === 'node:zlib' || /compress/i.test(f.functionName)],
-  ['serialize (JSON.stringify of the result)', (f, where) => /stringify/i.test(f.functionName) || (where.startsWith('graphql-yoga') && /processRegularResult|jsonStringifyResult|processResult/.test(f.functionName))],
-  ['parse, validate, document caches, limits', (f, where) => /graphql\/(language|validation)/.test(where + f.functionName) || /graphql\/(limits|persisted-documents|trusted-documents)/.test(where)],
-  ['execute (graphql-jit, resolvers, domain)', (_f, where) => where === 'graphql-jit' || where === '(compiled by graphql-jit)' || /graphql\/(execution|jsutils)/.test(where) || /\/(graphql\/schema|domain)\//.test(where) || where.startsWith('dist/graphql/schema') || where.startsWith('dist/domain') || where.startsWith('dist/db')],
-  ['GraphQL server plumbing (yoga, envelop, plugins)', (_f, where) => /^(graphql-yoga|@envelop|@graphql-yoga|@whatwg-node|@graphql-tools)/.test(where) || where.startsWith('dist/graphql')],
-  ['HTTP (hono, node:http, sockets)', (f, where) => f.functionName === 'writev' || f.functionName === 'writeUtf8String' || /^(hono|@hono)/.test(where) || /^node:(_http|http|net|stream|internal\/(http|stream|streams|net))/.test(where) || where.startsWith('dist/http') || where.startsWith('dist/rest')],
+  [
+    'serialize (JSON.stringify of the result)',
+    (f, where) =>
+      /stringify/i.test(f.functionName) ||
+      (where.startsWith('graphql-yoga') && /processRegularResult|jsonStringifyResult|processResult/.test(f.functionName)),
+  ],
+  [
+    'parse, validate, document caches, limits',
+    (f, where) =>
+      /graphql\/(language|validation)/.test(where + f.functionName) ||
+      /graphql\/(limits|persisted-documents|trusted-documents)/.test(where),
+  ],
+  [
+    'execute (graphql-jit, resolvers, domain)',
+    (_f, where) =>
+      where === 'graphql-jit' ||
+      where === '(compiled by graphql-jit)' ||
+      /graphql\/(execution|jsutils)/.test(where) ||
+      /\/(graphql\/schema|domain)\//.test(where) ||
+      where.startsWith('dist/graphql/schema') ||
+      where.startsWith('dist/domain') ||
+      where.startsWith('dist/db'),
+  ],
+  [
+    'GraphQL server plumbing (yoga, envelop, plugins)',
+    (_f, where) => /^(graphql-yoga|@envelop|@graphql-yoga|@whatwg-node|@graphql-tools)/.test(where) || where.startsWith('dist/graphql'),
+  ],
+  [
+    'HTTP (hono, node:http, sockets)',
+    (f, where) =>
+      f.functionName === 'writev' ||
+      f.functionName === 'writeUtf8String' ||
+      /^(hono|@hono)/.test(where) ||
+      /^node:(_http|http|net|stream|internal\/(http|stream|streams|net))/.test(where) ||
+      where.startsWith('dist/http') ||
+      where.startsWith('dist/rest'),
+  ],
   ['logging, metrics', (_f, where) => /^(pino|prom-client)/.test(where) || /dist\/(logging|metrics)/.test(where)],
 ];
 
@@ -80,7 +112,11 @@ function summarize(files: string[], top: number, only?: string) {
   }
   const table = (title: string, map: Map<string, number>, rows: number) => {
     const sorted = [...map].sort((a, b) => b[1] - a[1]).slice(0, rows);
-    return [`| ${title} | ms | % of busy |`, '|---|---:|---:|', ...sorted.map(([key, ms]) => `| ${key} | ${ms.toFixed(0)} | ${((100 * ms) / busy).toFixed(1)} |`)].join('\n');
+    return [
+      `| ${title} | ms | % of busy |`,
+      '|---|---:|---:|',
+      ...sorted.map(([key, ms]) => `| ${key} | ${ms.toFixed(0)} | ${((100 * ms) / busy).toFixed(1)} |`),
+    ].join('\n');
   };
   console.log(`Busy ${busy.toFixed(0)} ms, idle ${idle.toFixed(0)} ms, over ${files.length} profile(s).\n`);
   console.log(`${table('phase (inclusive: the first phase matching a frame of the stack)', byPhase, PHASES.length + 1)}\n`);
@@ -89,5 +125,8 @@ function summarize(files: string[], top: number, only?: string) {
   if (only) console.log(`\n${table(`self time by function in the phase "${only}"`, inPhase, top)}`);
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, phase: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '25' }, phase: { type: 'string' } },
+});
 summarize(positionals, Number(values.top), values.phase);

@@ -61,7 +61,13 @@ const fixed = (n: number, digits = 1) => n.toFixed(digits);
 const cpu = (round: Round) => (round.cpuMsPerRequest === undefined ? 'n/a' : fixed(round.cpuMsPerRequest, 2));
 const postgresCpu = (round: Round) => (round.postgresCpuMsPerRequest === undefined ? 'n/a' : fixed(round.postgresCpuMsPerRequest, 2));
 
-export function markdownReport(report: { quick: boolean; date: string; machine: Awaited<ReturnType<typeof machineFacts>>; load: { connections: number; seconds: number; rounds: number }; modes: ModeResult[] }): string {
+export function markdownReport(report: {
+  quick: boolean;
+  date: string;
+  machine: Awaited<ReturnType<typeof machineFacts>>;
+  load: { connections: number; seconds: number; rounds: number };
+  modes: ModeResult[];
+}): string {
   const m = report.machine;
   const lines = [
     `# Benchmark${report.quick ? ' (--quick)' : ''}, ${report.date}`,
@@ -69,11 +75,25 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
     `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side, floor and server alternately.`,
   ];
-  const failed = report.modes.flatMap((mode) => mode.scenarios.filter((s) => s.mismatches.length > 0).map((s) => `${mode.mode}: ${s.name}`));
-  if (failed.length > 0) lines.push('', `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`);
+  const failed = report.modes.flatMap((mode) =>
+    mode.scenarios.filter((s) => s.mismatches.length > 0).map((s) => `${mode.mode}: ${s.name}`),
+  );
+  if (failed.length > 0)
+    lines.push(
+      '',
+      `**FAILED: floor and server did not do the same work (answers, rows written or rate counters; see MISMATCH below) in ${failed.join('; ')}; their figures compare nothing.**`,
+    );
   for (const mode of report.modes) {
-    lines.push('', `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : 'Embedded PostgreSQL (the server\'s own, DATABASE_URL unset)'}`, '', `Data: ${mode.data}.`, '');
-    lines.push('| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | PostgreSQL CPU ms per request (server / floor) | server peak RSS |');
+    lines.push(
+      '',
+      `## ${mode.mode === 'external' ? 'External PostgreSQL (DATABASE_URL)' : "Embedded PostgreSQL (the server's own, DATABASE_URL unset)"}`,
+      '',
+      `Data: ${mode.data}.`,
+      '',
+    );
+    lines.push(
+      '| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | PostgreSQL CPU ms per request (server / floor) | server peak RSS |',
+    );
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of mode.scenarios) {
       lines.push(
@@ -84,26 +104,40 @@ export function markdownReport(report: { quick: boolean; date: string; machine: 
     }
     const limited = mode.scenarios.filter((x) => x.databaseLimit);
     if (limited.length > 0) {
-      lines.push('', `Database-bound limit: the server's own statement of each list sent alone through \`pg\` (no HTTP), by ${report.load.connections} clients for a round's time, beside each round pair (the median of its rounds):`, '');
+      lines.push(
+        '',
+        `Database-bound limit: the server's own statement of each list sent alone through \`pg\` (no HTTP), by ${report.load.connections} clients for a round's time, beside each round pair (the median of its rounds):`,
+        '',
+      );
       lines.push('| Scenario | statement alone per s | server / it | floor / it |', '|---|---:|---:|---:|');
       for (const s of limited) {
-        lines.push(`| ${s.name} | ${fixed(s.databaseLimit!)} | ${fixed(s.real.requestsPerSecond / s.databaseLimit!, 2)} | ${fixed(s.floor.requestsPerSecond / s.databaseLimit!, 2)} |`);
+        lines.push(
+          `| ${s.name} | ${fixed(s.databaseLimit!)} | ${fixed(s.real.requestsPerSecond / s.databaseLimit!, 2)} | ${fixed(s.floor.requestsPerSecond / s.databaseLimit!, 2)} |`,
+        );
       }
     }
     for (const s of mode.scenarios.filter((x) => x.mismatches.length > 0)) {
       lines.push('', `**MISMATCH, ${s.name}:**`, '', ...s.mismatches.map((m) => `- ${m.replaceAll('\n', ' ')}`));
     }
     for (const s of mode.scenarios.filter((x) => x.real.failed + x.floor.failed > 0)) {
-      lines.push('', `**${s.name}: ${s.real.failed} failed answers from the server, ${s.floor.failed} from the floor** in the median rounds (see the run's log for their statuses).`);
+      lines.push(
+        '',
+        `**${s.name}: ${s.real.failed} failed answers from the server, ${s.floor.failed} from the floor** in the median rounds (see the run's log for their statuses).`,
+      );
     }
     for (const s of mode.scenarios.filter((x) => x.real.probeMaxMs !== undefined)) {
-      lines.push('', `Another user's GET /api/v1/users/me every 50 ms during "${s.name}": worst ${s.real.probeMaxMs!.toFixed(0)} ms (floor: ${s.floor.probeMaxMs!.toFixed(0)} ms).`);
+      lines.push(
+        '',
+        `Another user's GET /api/v1/users/me every 50 ms during "${s.name}": worst ${s.real.probeMaxMs!.toFixed(0)} ms (floor: ${s.floor.probeMaxMs!.toFixed(0)} ms).`,
+      );
     }
     const r = mode.rss;
     lines.push(
       '',
       `Server RSS: ${mib(r.serverAfterStart)} after start, ${mib(r.serverAfterImport)} right after the import, ${mib(r.serverIdle)} idle (${IDLE_SECONDS} s later, without requests), ${mib(r.serverPeak)} peak under load` +
-        (r.databasePeak === undefined ? '' : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS, without the backends of the floor's and the bench's connections; ` +
+        (r.databasePeak === undefined
+          ? ''
+          : `; embedded PostgreSQL's processes ${mib(r.databasePeak)} peak together (sum of PSS, without the backends of the floor's and the bench's connections; ` +
             `${r.databaseAllPeak === undefined ? '' : `${mib(r.databaseAllPeak)} with them; `}not counted while the rate-limited scenario's second server and floor use it)`) +
         `. Floor: ${mib(r.floorIdle)} idle, ${mib(r.floorPeak)} peak.`,
     );

@@ -31,7 +31,14 @@ const FLOOD = { parallel: 200, addresses: 50 };
 
 export interface SignInResult {
   mode: 'embedded' | 'external';
-  throughput: { serverPerSecond: number; floorPerSecond: number; serverP99Ms: number; floorP99Ms: number; serverFailed: number; floorFailed: number };
+  throughput: {
+    serverPerSecond: number;
+    floorPerSecond: number;
+    serverP99Ms: number;
+    floorP99Ms: number;
+    serverFailed: number;
+    floorFailed: number;
+  };
   flood: {
     seconds: number;
     answers: Record<string, number>;
@@ -46,7 +53,10 @@ type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
 /** `npm run cli -- <args>` with `input` on standard input. */
 function cli(env: Record<string, string>, input: string, ...args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...cliCommand(), ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...cliCommand(), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`cli ${args.join(' ')}: exit ${code}: ${stderr}`))));
@@ -57,7 +67,9 @@ function cli(env: Record<string, string>, input: string, ...args: string[]): Pro
 /** Two users through the CLI's import; the first gets PASSWORD through set-password. */
 async function importUsers(env: Record<string, string>, workDir: string) {
   const { file } = benchOrganization('signin', { users: 2, attachments: 0, ownedByBenchUser: 0, linksPerOwned: 0, emoji: 0 });
-  const [signer, other] = file.users!.map((user) => ((user.api_key = generateApiKey()), { email: String(user.email), apiKey: user.api_key }));
+  const [signer, other] = file.users!.map(
+    (user) => ((user.api_key = generateApiKey()), { email: String(user.email), apiKey: user.api_key }),
+  );
   const path = join(workDir, 'signin.json');
   await writeFile(path, JSON.stringify(file));
   await cli(env, '', 'import', path);
@@ -97,7 +109,9 @@ async function flood(server: BenchProcess, username: string, seconds: number) {
     const address = `10.26.0.${(index % FLOOD.addresses) + 1}`;
     while (performance.now() < until) {
       sent++;
-      const { status } = await fetchApiKey(server.url, username, `wrong-${sent}`, { 'x-forwarded-for': address }).catch(() => ({ status: 0 }));
+      const { status } = await fetchApiKey(server.url, username, `wrong-${sent}`, { 'x-forwarded-for': address }).catch(() => ({
+        status: 0,
+      }));
       answers[status] = (answers[status] ?? 0) + 1;
     }
   };
@@ -129,7 +143,14 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
   const serverDir = join(workDir, 'server');
   const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench_signin') : '';
   const limitsOff = { API_RATE_LIMIT: 'off', API_IP_RATE_LIMIT: 'off', AUTH_FAILURE_LIMIT: 'off', SIGNIN_RATE_LIMIT: 'off' };
-  const env = { NODE_ENV: 'production', SERVER_URL: 'http://bench.example', TRUSTED_PROXIES: '127.0.0.1', DATA_DIR: serverDir, DATABASE_URL: databaseUrl, ...limitsOff };
+  const env = {
+    NODE_ENV: 'production',
+    SERVER_URL: 'http://bench.example',
+    TRUSTED_PROXIES: '127.0.0.1',
+    DATA_DIR: serverDir,
+    DATABASE_URL: databaseUrl,
+    ...limitsOff,
+  };
   const started: BenchProcess[] = [];
   try {
     const server = await startProcess('server', realServerCommand(), env, serverDir);
@@ -140,22 +161,33 @@ export async function benchSignIn(mode: Mode, quick: boolean): Promise<SignInRes
     await db.end();
     const right = await fetchApiKey(server.url, signer.email, PASSWORD);
     if (right.status !== 200) throw new Error(`fetch_api_key with the right password: ${right.status} ${right.body}`);
-    const floor = await startProcess('sign-in floor', ['--import', 'tsx', 'scripts/bench/sign-in-floor.ts'], { PASSWORD_HASH: rows[0].passwordHash, ANSWER: right.body }, join(workDir, 'floor'));
+    const floor = await startProcess(
+      'sign-in floor',
+      ['--import', 'tsx', 'scripts/bench/sign-in-floor.ts'],
+      { PASSWORD_HASH: rows[0].passwordHash, ANSWER: right.body },
+      join(workDir, 'floor'),
+    );
     started.push(floor);
     const floorAnswer = await fetchApiKey(floor.url, signer.email, PASSWORD);
     if (floorAnswer.body !== right.body) throw new Error(`the floor answers ${floorAnswer.body}, the server ${right.body}`);
 
     const seconds = quick ? 2 : 6;
     const body = new URLSearchParams({ username: signer.email, password: PASSWORD }).toString();
-    const rounds = { server: [] as Awaited<ReturnType<typeof throughputRound>>[], floor: [] as Awaited<ReturnType<typeof throughputRound>>[] };
+    const rounds = {
+      server: [] as Awaited<ReturnType<typeof throughputRound>>[],
+      floor: [] as Awaited<ReturnType<typeof throughputRound>>[],
+    };
     for (let i = 0; i < (quick ? 1 : 3); i++) {
       rounds.floor.push(await throughputRound(floor, body, seconds));
       rounds.server.push(await throughputRound(server, body, seconds));
     }
-    const middle = <T extends { perSecond: number }>(list: T[]) => [...list].sort((a, b) => a.perSecond - b.perSecond)[Math.floor((list.length - 1) / 2)]!;
+    const middle = <T extends { perSecond: number }>(list: T[]) =>
+      [...list].sort((a, b) => a.perSecond - b.perSecond)[Math.floor((list.length - 1) / 2)]!;
     const [serverRound, floorRound] = [middle(rounds.server), middle(rounds.floor)];
     await floor.stop();
-    console.error(`${SIGN_IN_SCENARIO} (${mode.kind}): fetch_api_key ${serverRound.perSecond.toFixed(1)}/s, floor ${floorRound.perSecond.toFixed(1)}/s`);
+    console.error(
+      `${SIGN_IN_SCENARIO} (${mode.kind}): fetch_api_key ${serverRound.perSecond.toFixed(1)}/s, floor ${floorRound.perSecond.toFixed(1)}/s`,
+    );
 
     const idle = rssOf(server.child.pid!);
     const rss = sampleRss(server.child.pid!);
@@ -201,7 +233,7 @@ export function signInMarkdown(results: SignInResult[]): string {
     'Every limit off (`API_RATE_LIMIT`, `API_IP_RATE_LIMIT`, `AUTH_FAILURE_LIMIT`, `SIGNIN_RATE_LIMIT`). Throughput: 8 connections posting the right password; the floor verifies the same stored Argon2id hash with `@node-rs/argon2` behind `node:http` (median rounds, alternating).',
     `Flood: ${FLOOD.parallel} wrong passwords in flight from ${FLOOD.addresses} client addresses (X-Forwarded-For from a trusted proxy), beside another user's GET /api/v1/users/me, one at a time. Past the sign-in queue (256 per hashing slot) a sign-in is answered 429 at once.`,
     '',
-    '| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 512 MiB; ordinary load\'s 200) |',
+    "| Database | fetch_api_key /s (server / floor) | p99 ms (server / floor) | flood answers /s | flood statuses | other user p50 / p99 / worst ms (target p99 < 250) | server RSS idle / peak (target 512 MiB; ordinary load's 200) |",
     '|---|---:|---:|---:|---|---:|---:|',
   ];
   for (const r of results) {

@@ -30,5 +30,11 @@ export const violations = (): readonly Violation[] => recorded;
 /** The head of the report: the broken invariants, or nothing when none broke. */
 export function violationsMarkdown(): string {
   if (recorded.length === 0) return '';
-  return [`**FAILED: ${recorded.length} broken invariant${recorded.length > 1 ? 's' : ''}:**`, '', ...recorded.map((v) => `- ${v.scenario}: ${v.reason.replaceAll('\n', ' ')}`), '', ''].join('\n');
+  return [
+    `**FAILED: ${recorded.length} broken invariant${recorded.length > 1 ? 's' : ''}:**`,
+    '',
+    ...recorded.map((v) => `- ${v.scenario}: ${v.reason.replaceAll('\n', ' ')}`),
+    '',
+    '',
+  ].join('\n');
 }

@@ -128,7 +128,12 @@ type Verdict = (op: Operation) => string | undefined;
 
 function checkChanges(history: RecordedHistory, kind: string, name: string, verdict: Verdict): CheckResult {
   const ops = ofKind(history, kind);
-  return result(name, 'requests', ops.length, ops.map(verdict).filter((v): v is string => v !== undefined));
+  return result(
+    name,
+    'requests',
+    ops.length,
+    ops.map(verdict).filter((v): v is string => v !== undefined),
+  );
 }
 
 const refused = (op: Operation) => `was refused (${op.status})`;

@@ -54,7 +54,10 @@ export async function injectFault(kind: FaultKind, { fleet, history, random, db,
       const code = await server.signal('SIGTERM');
       const exited = Date.now();
       await sent;
-      if (code !== 0) history.violation(`${server.name} exited with ${code} after SIGTERM, not status 0 (a diagnostic report of a hung drain is in ${reportDirectory}):\n${server.output.slice(-40).join('\n')}`);
+      if (code !== 0)
+        history.violation(
+          `${server.name} exited with ${code} after SIGTERM, not status 0 (a diagnostic report of a hung drain is in ${reportDirectory}):\n${server.output.slice(-40).join('\n')}`,
+        );
       await sleep(random.int(200, 2_000));
       await restart(server, history);
       return { target: server.name, exited, detail: `${server.name}, exit status ${code}` };
@@ -89,7 +92,12 @@ export async function injectFault(kind: FaultKind, { fleet, history, random, db,
  * the history with its span. The SMTP receiver refuses only in the first half of the run: the outbox
  * retries a refused e-mail a minute later, and the run's end waits for every e-mail.
  */
-export async function injectFaults(setting: FaultSetting, until: () => boolean, halfway: () => boolean, kinds: FaultKind[] = FAULT_KINDS): Promise<void> {
+export async function injectFaults(
+  setting: FaultSetting,
+  until: () => boolean,
+  halfway: () => boolean,
+  kinds: FaultKind[] = FAULT_KINDS,
+): Promise<void> {
   while (!until()) {
     await sleep(setting.random.int(2_000, 8_000));
     if (until()) break;

@@ -61,7 +61,13 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
       signalled = false;
       await mkdir(reportDirectory, { recursive: true });
       const started = spawn(process.execPath, realServerCommand(), {
-        env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_OPTIONS: `--report-on-signal --report-directory=${reportDirectory}` },
+        env: {
+          ...process.env,
+          ...env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          NODE_OPTIONS: `--report-on-signal --report-directory=${reportDirectory}`,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child = started;
@@ -69,7 +75,8 @@ export async function serverSlot(name: string, env: Record<string, string>): Pro
       createInterface({ input: started.stdout! }).on('line', keep);
       createInterface({ input: started.stderr! }).on('line', keep);
       started.once('exit', (code, signal) => {
-        if (child === started && !signalled) unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${output.slice(-40).join('\n')}`);
+        if (child === started && !signalled)
+          unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${output.slice(-40).join('\n')}`);
       });
       await waitUntilServing(url, started, () => output);
     },
@@ -112,13 +119,15 @@ function fleetMail(receivers: { sender: string; receiver: MailReceiver }[]): Fle
     delivered: () =>
       receivers
         .flatMap(({ sender, receiver }) =>
-          receiver.received.map((message, i): DeliveredEmail => ({
-            to: message.to && !Array.isArray(message.to) ? message.to.value[0]?.address ?? '' : '',
-            messageId: message.messageId,
-            text: message.text ?? '',
-            at: receiver.receivedAt[i]!,
-            sentBy: sender,
-          })),
+          receiver.received.map(
+            (message, i): DeliveredEmail => ({
+              to: message.to && !Array.isArray(message.to) ? (message.to.value[0]?.address ?? '') : '',
+              messageId: message.messageId,
+              text: message.text ?? '',
+              at: receiver.receivedAt[i]!,
+              sentBy: sender,
+            }),
+          ),
         )
         .sort((a, b) => a.at - b.at),
     setRefusing: (on) => receivers.forEach(({ receiver }) => receiver.setRefusing(on)),
@@ -129,7 +138,12 @@ function fleetMail(receivers: { sender: string; receiver: MailReceiver }[]): Fle
  * Two servers on `databaseUrl` (and `directUrl`, PostgreSQL itself when the first goes through
  * PgBouncer), each through a proxy of the soak, each delivering e-mail to a receiver of its own.
  */
-export async function startFleet(options: { databaseUrl: string; directUrl?: string; env: Record<string, string>; count: number }): Promise<Fleet> {
+export async function startFleet(options: {
+  databaseUrl: string;
+  directUrl?: string;
+  env: Record<string, string>;
+  count: number;
+}): Promise<Fleet> {
   const proxies = [await startDatabaseProxy(options.databaseUrl)];
   if (options.directUrl) proxies.push(await startDatabaseProxy(options.directUrl));
   const env = {

@@ -65,8 +65,21 @@ export class History implements RecordedHistory {
    * Sends one request and records it; the parsed JSON body (or text) when answered. 5xx other than
    * 503 is a violation whatever the request; so is a client error on a read (`change: false`).
    */
-  async send(kind: string, server: { name: string; url: string }, path: string, init: RequestInit & { change: boolean; subject?: Record<string, unknown>; timeoutMs?: number }): Promise<Operation> {
-    const operation: Operation = { id: this.next++, kind, server: server.name, subject: init.subject ?? {}, status: null, outcome: 'unknown', sentAt: Date.now() };
+  async send(
+    kind: string,
+    server: { name: string; url: string },
+    path: string,
+    init: RequestInit & { change: boolean; subject?: Record<string, unknown>; timeoutMs?: number },
+  ): Promise<Operation> {
+    const operation: Operation = {
+      id: this.next++,
+      kind,
+      server: server.name,
+      subject: init.subject ?? {},
+      status: null,
+      outcome: 'unknown',
+      sentAt: Date.now(),
+    };
     this.operations.push(operation);
     this.inFlight.set(operation, Date.now());
     try {
@@ -86,14 +99,19 @@ export class History implements RecordedHistory {
     if (operation.status !== null && operation.status >= 500 && operation.status !== 503) {
       this.violation(`${kind} on ${server.name} answered ${operation.status}: ${operation.detail}`);
     }
-    if (!init.change && operation.outcome === 'refused') this.violation(`${kind} (a read) on ${server.name} was refused: ${operation.status} ${operation.detail}`);
+    if (!init.change && operation.outcome === 'refused')
+      this.violation(`${kind} (a read) on ${server.name} was refused: ${operation.status} ${operation.detail}`);
     return operation;
   }
 
   /** One line on the run so far: requests by status, and the oldest still waiting. */
   progress(): string {
     const statuses = new Map<string, number>();
-    for (const op of this.operations) statuses.set(String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer')), (statuses.get(String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer'))) ?? 0) + 1);
+    for (const op of this.operations)
+      statuses.set(
+        String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer')),
+        (statuses.get(String(op.status ?? (this.inFlight.has(op) ? 'waiting' : 'no answer'))) ?? 0) + 1,
+      );
     const oldest = [...this.inFlight].sort((a, b) => a[1] - b[1])[0];
     return `${this.operations.length} requests (${[...statuses].map(([status, n]) => `${status}: ${n}`).join(', ')})${oldest ? `; oldest waiting: ${oldest[0].kind} on ${oldest[0].server} for ${((Date.now() - oldest[1]) / 1000).toFixed(0)} s` : ''}`;
   }

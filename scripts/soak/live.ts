@@ -13,7 +13,11 @@ import type { SoakUser } from './workload.js';
 export type SubscriptionField = 'customEmojiChanged' | 'attachmentsChanged' | 'invitationsChanged';
 
 /** The event type each field follows (src/graphql/schema/live-updates.ts). */
-export const FIELD_TYPES: Record<SubscriptionField, string> = { customEmojiChanged: 'realm_emoji', attachmentsChanged: 'attachment', invitationsChanged: 'invites_changed' };
+export const FIELD_TYPES: Record<SubscriptionField, string> = {
+  customEmojiChanged: 'realm_emoji',
+  attachmentsChanged: 'attachment',
+  invitationsChanged: 'invites_changed',
+};
 
 export interface LiveClient {
   name: string;
@@ -79,7 +83,8 @@ export function subscribe(
           const errors = payload.errors ?? [];
           if (errors.length > 0) {
             const codes = errors.map((e) => String(e.extensions?.code ?? ''));
-            if (!codes.every((code) => RESUMABLE.has(code))) history.violation(`${name}: the stream ended with ${JSON.stringify(errors).slice(0, 300)}`);
+            if (!codes.every((code) => RESUMABLE.has(code)))
+              history.violation(`${name}: the stream ended with ${JSON.stringify(errors).slice(0, 300)}`);
             return;
           }
           const cursor = payload.data?.[field]?.cursor;
@@ -93,7 +98,11 @@ export function subscribe(
       };
       const variables = { after: cursorOf(last) };
       if (transport === 'sse') {
-        const sse = createSseClient({ url: `${server.url}/graphql`, headers: { authorization: user.authorization, 'x-graphql-yoga-csrf': '1' }, retryAttempts: 0 });
+        const sse = createSseClient({
+          url: `${server.url}/graphql`,
+          headers: { authorization: user.authorization, 'x-graphql-yoga-csrf': '1' },
+          retryAttempts: 0,
+        });
         const unsubscribe = sse.subscribe({ query, variables }, sink);
         dispose = () => (unsubscribe(), sse.dispose());
       } else {
@@ -118,7 +127,10 @@ export function subscribe(
       client.reconnections++;
       // Cut: resume from the last cursor, on the other server when this one is down.
       const others = servers.filter((s) => s !== server && s.up());
-      server = !server.up() && others.length ? random.pick(others) : random.pick(servers.filter((s) => s.up()).length ? servers.filter((s) => s.up()) : servers);
+      server =
+        !server.up() && others.length
+          ? random.pick(others)
+          : random.pick(servers.filter((s) => s.up()).length ? servers.filter((s) => s.up()) : servers);
       await sleep(random.int(100, 1_000));
     }
   })();
@@ -126,7 +138,15 @@ export function subscribe(
 }
 
 /** A queue (registered on any server) and its long poll, repeated until stopped, acknowledging what it received. */
-export function longPoll(user: SoakUser & { organizationId: number }, types: string[], servers: ServerSlot[], history: History, random: Random, name: string, startAfter: (queueId: string) => Promise<number | undefined>): LiveClient {
+export function longPoll(
+  user: SoakUser & { organizationId: number },
+  types: string[],
+  servers: ServerSlot[],
+  history: History,
+  random: Random,
+  name: string,
+  startAfter: (queueId: string) => Promise<number | undefined>,
+): LiveClient {
   let stopped = false;
   const abort = new AbortController();
   let queueId: string | undefined;
@@ -153,8 +173,10 @@ export function longPoll(user: SoakUser & { organizationId: number }, types: str
           signal: AbortSignal.any([abort.signal, AbortSignal.timeout(30_000)]),
         });
         const body = (await response.json()) as { queue_id?: string; msg?: string };
-        if (response.status >= 500 && response.status !== 503) history.violation(`${name}: register answered ${response.status} ${body.msg}`);
-        else if (response.status !== 200 && response.status !== 503) history.violation(`${name}: register refused: ${response.status} ${body.msg}`);
+        if (response.status >= 500 && response.status !== 503)
+          history.violation(`${name}: register answered ${response.status} ${body.msg}`);
+        else if (response.status !== 200 && response.status !== 503)
+          history.violation(`${name}: register refused: ${response.status} ${body.msg}`);
         queueId = body.queue_id;
       } catch {
         // a fault: register again (a queue made by a lost answer is never polled; it expires)
@@ -165,11 +187,15 @@ export function longPoll(user: SoakUser & { organizationId: number }, types: str
     let server = up();
     while (!stopped) {
       try {
-        const response = await fetch(`${server.url}/api/v1/events?queue_id=${queueId}&last_event_id=${lastEventId}`, { headers, signal: AbortSignal.any([abort.signal, AbortSignal.timeout(90_000)]) });
+        const response = await fetch(`${server.url}/api/v1/events?queue_id=${queueId}&last_event_id=${lastEventId}`, {
+          headers,
+          signal: AbortSignal.any([abort.signal, AbortSignal.timeout(90_000)]),
+        });
         const body = (await response.json()) as { events?: { id: number; type: string }[]; msg?: string; code?: string };
         if (response.status === 200) {
           for (const event of body.events ?? []) {
-            if (event.id <= lastEventId) history.violation(`${name}: event ${event.id} answered again after ${lastEventId} was acknowledged`);
+            if (event.id <= lastEventId)
+              history.violation(`${name}: event ${event.id} answered again after ${lastEventId} was acknowledged`);
             if (event.type !== 'heartbeat') {
               client.received.push(event.id);
               client.receivedOn.push(client.reconnections);

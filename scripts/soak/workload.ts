@@ -40,8 +40,23 @@ export interface Workload {
   burst(target: ServerSlot, count: number): Promise<unknown>;
 }
 
-export function workload(org: SoakOrganization, servers: ServerSlot[], history: History, mail: FleetMail, random: Random, runId: string): Workload {
-  const known: Known = { invitationIds: new Set(), revoked: new Set(), emoji: [], deactivated: new Set(), attachmentIds: new Map(), deleted: new Set(), accepted: new Set() };
+export function workload(
+  org: SoakOrganization,
+  servers: ServerSlot[],
+  history: History,
+  mail: FleetMail,
+  random: Random,
+  runId: string,
+): Workload {
+  const known: Known = {
+    invitationIds: new Set(),
+    revoked: new Set(),
+    emoji: [],
+    deactivated: new Set(),
+    attachmentIds: new Map(),
+    deleted: new Set(),
+    accepted: new Set(),
+  };
   const administrators = org.users.filter((u) => u.administrator);
   const someone = () => random.pick(org.users);
   const anAdministrator = () => random.pick(administrators);
@@ -56,120 +71,171 @@ export function workload(org: SoakOrganization, servers: ServerSlot[], history: 
   });
 
   const operations: [number, (at: () => ServerSlot) => Promise<unknown>][] = [
-    [4, async (at) => {
-      const emails = Array.from({ length: random.int(1, 3) }, () => `invitee-${unique()}@soak.example`);
-      const inviter = anAdministrator();
-      await history.send('invite', at(), '/api/v1/invites', {
-        method: 'POST',
-        change: true,
-        subject: { organizationId: org.id, emails },
-        ...form(inviter, { invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }),
-      });
-    }],
-    [2, async (at) => {
-      const op = await history.send('list invitations', at(), '/api/v1/invites', { change: false, headers: { authorization: anAdministrator().authorization } });
-      for (const invite of (op.body as { invites?: { id: number }[] })?.invites ?? []) known.invitationIds.add(invite.id);
-    }],
-    [1, async (at) => {
-      const candidates = [...known.invitationIds].filter((id) => !known.revoked.has(id));
-      if (candidates.length === 0) return;
-      const id = random.pick(candidates);
-      known.revoked.add(id);
-      await history.send('revoke invitation', at(), `/api/v1/invites/${id}`, {
-        method: 'DELETE',
-        change: true,
-        subject: { organizationId: org.id, invitationId: id },
-        headers: { authorization: anAdministrator().authorization },
-      });
-    }],
-    [2, async (at) => {
-      // Its addresses name the run and the organization (invitee-<run>-<organization>-<serial>@...).
-      const mine = mail.delivered().filter((m) => m.to.includes(`-${runId}-${org.id}-`) && !known.accepted.has(m.to));
-      if (mine.length === 0) return;
-      const message = random.pick(mine);
-      const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
-      if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text.slice(0, 200)}`);
-      known.accepted.add(message.to);
-      const op = await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
-        method: 'POST',
-        change: true,
-        subject: { organizationId: org.id, email: message.to },
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ full_name: 'Soak Newcomer', password: `Soak-lighthouse-${unique()}` }).toString(),
-      });
-      // A 200 is the welcome page; the form again (a 200 as well) would be an acceptance that did not happen.
-      if (op.outcome === 'ok' && !String(op.body).includes('id="api-key"')) history.violation(`the acceptance of ${message.to} (#${op.id}) answered 200 without an account: ${String(op.body).slice(0, 300)}`);
-    }],
-    [2, async (at) => {
-      const name = `soak_${unique().replaceAll('-', '_')}`;
-      known.emoji.push(name);
-      const body = new FormData();
-      body.append('file', new Blob([new Uint8Array(await image())], { type: 'image/png' }), `${name}.png`);
-      await history.send('add emoji', at(), `/api/v1/realm/emoji/${name}`, {
-        method: 'POST',
-        change: true,
-        subject: { organizationId: org.id, name },
-        headers: { authorization: someone().authorization },
-        body,
-      });
-    }],
-    [1, async (at) => {
-      const candidates = known.emoji.filter((name) => !known.deactivated.has(name));
-      if (candidates.length === 0) return;
-      const name = random.pick(candidates);
-      known.deactivated.add(name);
-      await history.send('deactivate emoji', at(), `/api/v1/realm/emoji/${name}`, {
-        method: 'DELETE',
-        change: true,
-        subject: { organizationId: org.id, name },
-        headers: { authorization: anAdministrator().authorization },
-      });
-    }],
-    [3, async (at) => {
-      const owner = someone();
-      const name = `file-${unique()}.bin`;
-      const body = new FormData();
-      body.append('file', new Blob([randomBytes(random, random.int(1, 20_000))], { type: 'application/octet-stream' }), name);
-      await history.send('upload', at(), '/api/v1/user_uploads', { method: 'POST', change: true, subject: { organizationId: org.id, name, ownerId: owner.id }, headers: { authorization: owner.authorization }, body });
-    }],
-    [2, async (at) => {
-      const user = someone();
-      const op = await history.send('list attachments', at(), '/api/v1/attachments', { change: false, headers: { authorization: user.authorization } });
-      for (const a of (op.body as { attachments?: { id: number; name: string }[] })?.attachments ?? []) if (a.name.startsWith('file-')) known.attachmentIds.set(a.id, { ownerId: user.id, name: a.name });
-    }],
-    [1, async (at) => {
-      const candidates = [...known.attachmentIds].filter(([id]) => !known.deleted.has(id));
-      if (candidates.length === 0) return;
-      const [id, { ownerId, name }] = random.pick(candidates);
-      known.deleted.add(id);
-      const owner = org.users.find((u) => u.id === ownerId)!;
-      await history.send('delete attachment', at(), `/api/v1/attachments/${id}`, {
-        method: 'DELETE',
-        change: true,
-        subject: { organizationId: org.id, attachmentId: id, name },
-        headers: { authorization: owner.authorization },
-      });
-    }],
-    [1, async (at) => {
-      // Pages of the caller's files, one after another, as a client walks them.
-      const user = someone();
-      let after: string | null = null;
-      for (let page = 0; page < 3; page++) {
-        const op: Operation = await history.send('attachments page (GraphQL)', at(), '/graphql', {
+    [
+      4,
+      async (at) => {
+        const emails = Array.from({ length: random.int(1, 3) }, () => `invitee-${unique()}@soak.example`);
+        const inviter = anAdministrator();
+        await history.send('invite', at(), '/api/v1/invites', {
           method: 'POST',
-          change: false,
-          headers: { authorization: user.authorization, 'content-type': 'application/json' },
-          body: JSON.stringify({ query: ATTACHMENTS_PAGE, variables: { after } }),
+          change: true,
+          subject: { organizationId: org.id, emails },
+          ...form(inviter, { invitee_emails: emails.join(','), stream_ids: '[]', invite_as: '400' }),
         });
-        const result = op.body as { data?: { me?: { attachmentPage?: { pageInfo: { hasNextPage: boolean; endCursor: string | null } } } }; errors?: { message: string; extensions?: { code?: string } }[] } | undefined;
-        if (op.outcome !== 'ok') return;
-        const unavailable = result?.errors?.every((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE');
-        if (result?.errors && !unavailable) history.violation(`attachments page: ${JSON.stringify(result.errors).slice(0, 300)}`);
-        const info = result?.data?.me?.attachmentPage?.pageInfo;
-        if (!info?.hasNextPage) return;
-        after = info.endCursor;
-      }
-    }],
+      },
+    ],
+    [
+      2,
+      async (at) => {
+        const op = await history.send('list invitations', at(), '/api/v1/invites', {
+          change: false,
+          headers: { authorization: anAdministrator().authorization },
+        });
+        for (const invite of (op.body as { invites?: { id: number }[] })?.invites ?? []) known.invitationIds.add(invite.id);
+      },
+    ],
+    [
+      1,
+      async (at) => {
+        const candidates = [...known.invitationIds].filter((id) => !known.revoked.has(id));
+        if (candidates.length === 0) return;
+        const id = random.pick(candidates);
+        known.revoked.add(id);
+        await history.send('revoke invitation', at(), `/api/v1/invites/${id}`, {
+          method: 'DELETE',
+          change: true,
+          subject: { organizationId: org.id, invitationId: id },
+          headers: { authorization: anAdministrator().authorization },
+        });
+      },
+    ],
+    [
+      2,
+      async (at) => {
+        // Its addresses name the run and the organization (invitee-<run>-<organization>-<serial>@...).
+        const mine = mail.delivered().filter((m) => m.to.includes(`-${runId}-${org.id}-`) && !known.accepted.has(m.to));
+        if (mine.length === 0) return;
+        const message = random.pick(mine);
+        const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
+        if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text.slice(0, 200)}`);
+        known.accepted.add(message.to);
+        const op = await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
+          method: 'POST',
+          change: true,
+          subject: { organizationId: org.id, email: message.to },
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ full_name: 'Soak Newcomer', password: `Soak-lighthouse-${unique()}` }).toString(),
+        });
+        // A 200 is the welcome page; the form again (a 200 as well) would be an acceptance that did not happen.
+        if (op.outcome === 'ok' && !String(op.body).includes('id="api-key"'))
+          history.violation(
+            `the acceptance of ${message.to} (#${op.id}) answered 200 without an account: ${String(op.body).slice(0, 300)}`,
+          );
+      },
+    ],
+    [
+      2,
+      async (at) => {
+        const name = `soak_${unique().replaceAll('-', '_')}`;
+        known.emoji.push(name);
+        const body = new FormData();
+        body.append('file', new Blob([new Uint8Array(await image())], { type: 'image/png' }), `${name}.png`);
+        await history.send('add emoji', at(), `/api/v1/realm/emoji/${name}`, {
+          method: 'POST',
+          change: true,
+          subject: { organizationId: org.id, name },
+          headers: { authorization: someone().authorization },
+          body,
+        });
+      },
+    ],
+    [
+      1,
+      async (at) => {
+        const candidates = known.emoji.filter((name) => !known.deactivated.has(name));
+        if (candidates.length === 0) return;
+        const name = random.pick(candidates);
+        known.deactivated.add(name);
+        await history.send('deactivate emoji', at(), `/api/v1/realm/emoji/${name}`, {
+          method: 'DELETE',
+          change: true,
+          subject: { organizationId: org.id, name },
+          headers: { authorization: anAdministrator().authorization },
+        });
+      },
+    ],
+    [
+      3,
+      async (at) => {
+        const owner = someone();
+        const name = `file-${unique()}.bin`;
+        const body = new FormData();
+        body.append('file', new Blob([randomBytes(random, random.int(1, 20_000))], { type: 'application/octet-stream' }), name);
+        await history.send('upload', at(), '/api/v1/user_uploads', {
+          method: 'POST',
+          change: true,
+          subject: { organizationId: org.id, name, ownerId: owner.id },
+          headers: { authorization: owner.authorization },
+          body,
+        });
+      },
+    ],
+    [
+      2,
+      async (at) => {
+        const user = someone();
+        const op = await history.send('list attachments', at(), '/api/v1/attachments', {
+          change: false,
+          headers: { authorization: user.authorization },
+        });
+        for (const a of (op.body as { attachments?: { id: number; name: string }[] })?.attachments ?? [])
+          if (a.name.startsWith('file-')) known.attachmentIds.set(a.id, { ownerId: user.id, name: a.name });
+      },
+    ],
+    [
+      1,
+      async (at) => {
+        const candidates = [...known.attachmentIds].filter(([id]) => !known.deleted.has(id));
+        if (candidates.length === 0) return;
+        const [id, { ownerId, name }] = random.pick(candidates);
+        known.deleted.add(id);
+        const owner = org.users.find((u) => u.id === ownerId)!;
+        await history.send('delete attachment', at(), `/api/v1/attachments/${id}`, {
+          method: 'DELETE',
+          change: true,
+          subject: { organizationId: org.id, attachmentId: id, name },
+          headers: { authorization: owner.authorization },
+        });
+      },
+    ],
+    [
+      1,
+      async (at) => {
+        // Pages of the caller's files, one after another, as a client walks them.
+        const user = someone();
+        let after: string | null = null;
+        for (let page = 0; page < 3; page++) {
+          const op: Operation = await history.send('attachments page (GraphQL)', at(), '/graphql', {
+            method: 'POST',
+            change: false,
+            headers: { authorization: user.authorization, 'content-type': 'application/json' },
+            body: JSON.stringify({ query: ATTACHMENTS_PAGE, variables: { after } }),
+          });
+          const result = op.body as
+            | {
+                data?: { me?: { attachmentPage?: { pageInfo: { hasNextPage: boolean; endCursor: string | null } } } };
+                errors?: { message: string; extensions?: { code?: string } }[];
+              }
+            | undefined;
+          if (op.outcome !== 'ok') return;
+          const unavailable = result?.errors?.every((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE');
+          if (result?.errors && !unavailable) history.violation(`attachments page: ${JSON.stringify(result.errors).slice(0, 300)}`);
+          const info = result?.data?.me?.attachmentPage?.pageInfo;
+          if (!info?.hasNextPage) return;
+          after = info.endCursor;
+        }
+      },
+    ],
   ];
   const total = operations.reduce((sum, [weight]) => sum + weight, 0);
   const pickOperation = () => {
@@ -189,7 +255,9 @@ export function workload(org: SoakOrganization, servers: ServerSlot[], history: 
 }
 
 async function image(): Promise<Buffer> {
-  emojiImage ??= await sharp({ create: { width: 32, height: 32, channels: 4, background: { r: 200, g: 80, b: 160, alpha: 1 } } }).png().toBuffer();
+  emojiImage ??= await sharp({ create: { width: 32, height: 32, channels: 4, background: { r: 200, g: 80, b: 160, alpha: 1 } } })
+    .png()
+    .toBuffer();
   return emojiImage;
 }
 

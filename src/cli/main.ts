@@ -34,7 +34,8 @@ interface Command {
 const commands: Record<string, Command> = {
   import: {
     usage: 'import <file.json> [--replace]',
-    summary: 'create an organization from an import file (docs/contract/organization-import.md); --replace drops one with the same string_id first',
+    summary:
+      'create an organization from an import file (docs/contract/organization-import.md); --replace drops one with the same string_id first',
     required: [],
     positionals: 1,
     async run(database, [path], values) {
@@ -79,7 +80,7 @@ const commands: Record<string, Command> = {
   },
   'set-password': {
     usage: 'set-password --org <string_id> --email <address>',
-    summary: 'set an account\'s password, read as one line from standard input (never from the command line); a weak one is refused',
+    summary: "set an account's password, read as one line from standard input (never from the command line); a weak one is refused",
     required: ['org', 'email'],
     positionals: 0,
     async run(database, _positionals, values) {
@@ -98,7 +99,8 @@ const commands: Record<string, Command> = {
     positionals: 0,
     async run(database, _positionals, values) {
       const graceMinutes = Number(values['grace-minutes'] ?? SWEEP_GRACE_MS / 60_000);
-      if (!Number.isFinite(graceMinutes) || graceMinutes < 0) throw new UsageError('sweep-files: --grace-minutes must be a number of minutes, 0 or more.');
+      if (!Number.isFinite(graceMinutes) || graceMinutes < 0)
+        throw new UsageError('sweep-files: --grace-minutes must be a number of minutes, 0 or more.');
       const progress = new Progress(process.stderr, { quiet: true });
       const { examined, removed } = await sweepOrphanFiles(
         { prisma: database.prisma, storage: await openStorage(loadConfig()) },
@@ -114,7 +116,8 @@ const commands: Record<string, Command> = {
   },
   'deliver-emails': {
     usage: 'deliver-emails',
-    summary: 'deliver the queued e-mail that is due now (SMTP_URL, or files in DATA_DIR/outbox), then exit: for fleets whose servers run with EMAIL_WORKER=off',
+    summary:
+      'deliver the queued e-mail that is due now (SMTP_URL, or files in DATA_DIR/outbox), then exit: for fleets whose servers run with EMAIL_WORKER=off',
     required: [],
     positionals: 0,
     async run(database) {
@@ -135,8 +138,12 @@ const commands: Record<string, Command> = {
     required: [],
     positionals: 0,
     async run(database) {
-      const orgs = await database.prisma.organization.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { users: true } } } });
-      for (const o of orgs) console.log(`${o.id}\t${o.stringId}\t${o.name}\t${o._count.users} users${o.deactivated ? '\tdeactivated' : ''}`);
+      const orgs = await database.prisma.organization.findMany({
+        orderBy: { id: 'asc' },
+        include: { _count: { select: { users: true } } },
+      });
+      for (const o of orgs)
+        console.log(`${o.id}\t${o.stringId}\t${o.name}\t${o._count.users} users${o.deactivated ? '\tdeactivated' : ''}`);
     },
   },
 };

@@ -44,19 +44,19 @@ interface PoolOptions {
 
 export type DatabaseOptions = PoolOptions &
   (
-  | {
-      databaseUrl: string;
-      /** PostgreSQL itself when databaseUrl goes through a pooler in transaction mode (DATABASE_DIRECT_URL). */
-      directUrl?: string;
-      waitSeconds?: number;
-      log?: (line: string) => void;
-    }
-  /**
-   * The embedded PostgreSQL under dataDir. The server owns it (one server per data directory; it
-   * stops PostgreSQL when it stops); a tool only borrows it, and stops it afterwards only when it
-   * started it and no server has come up meanwhile.
-   */
-  | { dataDir: string; owner: 'server' | 'tool'; tcpPort?: number; log?: (line: string) => void }
+    | {
+        databaseUrl: string;
+        /** PostgreSQL itself when databaseUrl goes through a pooler in transaction mode (DATABASE_DIRECT_URL). */
+        directUrl?: string;
+        waitSeconds?: number;
+        log?: (line: string) => void;
+      }
+    /**
+     * The embedded PostgreSQL under dataDir. The server owns it (one server per data directory; it
+     * stops PostgreSQL when it stops); a tool only borrows it, and stops it afterwards only when it
+     * started it and no server has come up meanwhile.
+     */
+    | { dataDir: string; owner: 'server' | 'tool'; tcpPort?: number; log?: (line: string) => void }
   );
 
 export function databaseOptionsFor(config: Config, owner: 'server' | 'tool', log?: (line: string) => void): DatabaseOptions {
@@ -107,7 +107,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if ('databaseUrl' in options) {
     const url = withLibpqSslModes(options.databaseUrl);
     const directUrl = options.directUrl ? withLibpqSslModes(options.directUrl) : url;
-    const wait = (each: string, startup: pg.ClientConfig) => waitForPostgres(each, startup, options.waitSeconds ?? 0, options.log ?? (() => {}));
+    const wait = (each: string, startup: pg.ClientConfig) =>
+      waitForPostgres(each, startup, options.waitSeconds ?? 0, options.log ?? (() => {}));
     if (directUrl !== url) await wait(directUrl, {});
     // With the pool's own start-up parameters: a pooler named without DATABASE_DIRECT_URL fails here, not at every request.
     await wait(url, lockWaitOf({ url, directUrl }, options).connection);
@@ -116,9 +117,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return openEmbedded(options);
 }
 
-const lockWaitOf = (urls: ConnectionUrls, options: PoolOptions) => lockWait((options.lockWaitSeconds ?? 0) * 1000, urls.url !== urls.directUrl);
+const lockWaitOf = (urls: ConnectionUrls, options: PoolOptions) =>
+  lockWait((options.lockWaitSeconds ?? 0) * 1000, urls.url !== urls.directUrl);
 
-async function openPostgres(urls: ConnectionUrls, kind: Database['kind'], options: PoolOptions, afterClose: () => Promise<void>): Promise<Database> {
+async function openPostgres(
+  urls: ConnectionUrls,
+  kind: Database['kind'],
+  options: PoolOptions,
+  afterClose: () => Promise<void>,
+): Promise<Database> {
   await migrateOnce(urls.directUrl);
   const limit = lockWaitOf(urls, options);
   const throughPooler = urls.url !== urls.directUrl;
@@ -176,7 +183,17 @@ async function withClient<T>(connectionString: string, work: (client: pg.Client)
   }
 }
 
-const RETRYABLE_CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ENOENT', '57P03']);
+const RETRYABLE_CONNECT_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ENOENT',
+  '57P03',
+]);
 
 /** PgBouncer's answer to the lock wait limit's start-up parameter names what is missing. */
 const hintFor = (reason: string) =>
@@ -210,7 +227,9 @@ async function waitForPostgres(url: string, startup: pg.ClientConfig, waitSecond
       const reason = (error as Error).message || code;
       if (!RETRYABLE_CONNECT_ERRORS.has(code)) throw new StartupError(`Cannot use ${describe(url)}: ${reason}${hintFor(reason)}`);
       if (Date.now() + 2000 > deadline) {
-        throw new StartupError(`${describe(url)} is unreachable (${reason}); gave up after ${attempt} tries (DATABASE_WAIT_SECONDS=${waitSeconds}).`);
+        throw new StartupError(
+          `${describe(url)} is unreachable (${reason}); gave up after ${attempt} tries (DATABASE_WAIT_SECONDS=${waitSeconds}).`,
+        );
       }
       log(`${describe(url)} is unreachable (${reason}); trying again in 2 s (try ${attempt}).`);
       await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -254,7 +273,9 @@ async function takeServerLock(embedded: EmbeddedPostgres, dataDir: string): Prom
   const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [SERVER_LOCK_KEY]);
   if (rows[0]!.locked) return client;
   await client.end();
-  throw new StartupError(`Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.`);
+  throw new StartupError(
+    `Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.`,
+  );
 }
 
 async function stopIfNoServer(embedded: EmbeddedPostgres): Promise<void> {

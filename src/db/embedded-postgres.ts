@@ -64,7 +64,11 @@ async function binaries(): Promise<Binaries> {
   }
 }
 
-const exists = (path: string) => stat(path).then(() => true, () => false);
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 /** PostgreSQL refuses to run as root: as root, the binaries run as the `postgres` system user. */
 async function runAsIds(): Promise<Ids | undefined> {
@@ -86,7 +90,10 @@ async function exec(file: string, args: string[], ids: Ids | undefined, options:
 
 /** Whether the postgres user can get to `path` (search permission on every folder on the way). */
 async function canReach(path: string, ids: Ids): Promise<boolean> {
-  return exec('/bin/sh', ['-c', 'test -x "$1"', 'sh', path], ids).then(() => true, () => false);
+  return exec('/bin/sh', ['-c', 'test -x "$1"', 'sh', path], ids).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** ROOT_STATE_DIR, root's own: others may pass through it but not list or change it. */
@@ -177,7 +184,9 @@ async function relocatedCluster(dataDir: string, record: string, ids: Ids, log: 
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return clusterDirectory(dataDir, ids, log);
       throw error;
     }
-    log(`As root, the embedded PostgreSQL runs as the system user postgres, which cannot reach ${dataDir}: its database goes to ${cluster} (${record} links to it).`);
+    log(
+      `As root, the embedded PostgreSQL runs as the system user postgres, which cannot reach ${dataDir}: its database goes to ${cluster} (${record} links to it).`,
+    );
     return cluster;
   }
   throw new StartupError(`No free folder for the embedded PostgreSQL of ${dataDir} under ${base}.`);
@@ -185,7 +194,10 @@ async function relocatedCluster(dataDir: string, record: string, ids: Ids, log: 
 
 /** `/root/teamchat/data` -> `root-teamchat-data` */
 function clusterName(dataDir: string): string {
-  const name = dataDir.replace(/[^A-Za-z0-9._]+/g, '-').slice(-MAX_CLUSTER_NAME_LENGTH).replace(/^[-.]+/, '');
+  const name = dataDir
+    .replace(/[^A-Za-z0-9._]+/g, '-')
+    .slice(-MAX_CLUSTER_NAME_LENGTH)
+    .replace(/^[-.]+/, '');
   return name || 'data';
 }
 
@@ -195,7 +207,21 @@ async function initialise(bin: Binaries, pgdata: string, ids: Ids | undefined) {
   await mkdir(building, { recursive: true, mode: 0o700 });
   try {
     if (ids) await chown(building, ids.uid, ids.gid);
-    await exec(bin.initdb, ['--pgdata', building, '--username', EMBEDDED_USER, '--auth-local=trust', '--auth-host=reject', '--encoding=UTF8', '--locale=C', '--no-instructions'], ids);
+    await exec(
+      bin.initdb,
+      [
+        '--pgdata',
+        building,
+        '--username',
+        EMBEDDED_USER,
+        '--auth-local=trust',
+        '--auth-host=reject',
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-instructions',
+      ],
+      ids,
+    );
     await rename(building, pgdata);
   } catch (error) {
     await rm(building, { recursive: true, force: true });
@@ -231,7 +257,9 @@ function connectionUrl(socketDir: string, tcpPort: number | undefined): string {
 
 function socketDirFor(pgdata: string): string {
   if (pgdata.length > MAX_SOCKET_DIR_LENGTH) {
-    throw new StartupError(`DATA_DIR is too long for PostgreSQL's Unix socket (${pgdata.length} characters, at most ${MAX_SOCKET_DIR_LENGTH}): choose a shorter DATA_DIR.`);
+    throw new StartupError(
+      `DATA_DIR is too long for PostgreSQL's Unix socket (${pgdata.length} characters, at most ${MAX_SOCKET_DIR_LENGTH}): choose a shorter DATA_DIR.`,
+    );
   }
   return pgdata;
 }
@@ -268,7 +296,9 @@ export async function startEmbeddedPostgres(dataDir: string, options: EmbeddedOp
   ];
   const logFile = join(cluster, 'server.log');
   try {
-    await exec(bin.pg_ctl, ['start', '--pgdata', cluster, '--wait', '--silent', '--log', logFile, '-o', settings.join(' ')], ids, { timeout: 60_000 });
+    await exec(bin.pg_ctl, ['start', '--pgdata', cluster, '--wait', '--silent', '--log', logFile, '-o', settings.join(' ')], ids, {
+      timeout: 60_000,
+    });
   } catch {
     const tail = (await readFile(logFile, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' | ');
     throw new StartupError(`The embedded PostgreSQL in ${cluster} did not start: ${tail || 'see its server.log'}`);

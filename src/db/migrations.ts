@@ -12,7 +12,10 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations', i
 
 async function migrationFolders(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 /**
@@ -23,7 +26,9 @@ async function migrationFolders(): Promise<string[]> {
 export async function hasPendingMigrations(client: pg.Client): Promise<boolean> {
   let applied: Set<string>;
   try {
-    const { rows } = await client.query('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL');
+    const { rows } = await client.query(
+      'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+    );
     applied = new Set(rows.map((r: { migration_name: string }) => r.migration_name));
   } catch (error) {
     if ((error as { code?: string }).code === '42P01') return true; // no _prisma_migrations table yet

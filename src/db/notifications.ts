@@ -17,7 +17,10 @@ export interface NotificationSubscriber {
 }
 
 /** Keeps a connection LISTENing on every subscriber's channel, reconnecting after failures; returns its stop function. */
-export async function listenForNotifications(connectionString: string, subscribers: NotificationSubscriber[]): Promise<() => Promise<void>> {
+export async function listenForNotifications(
+  connectionString: string,
+  subscribers: NotificationSubscriber[],
+): Promise<() => Promise<void>> {
   const byChannel = new Map(subscribers.map((subscriber) => [subscriber.channel, subscriber]));
   let client: pg.Client | undefined;
   let stopped = false;

@@ -33,19 +33,28 @@ const UNAVAILABLE_PRISMA_CODES = new Set(['P1000', 'P1001', 'P1002', 'P1003', 'P
  * backends were terminated or the path cut while the pool replaced them.
  */
 const TRANSACTION_NOT_STARTED = (fields: ErrorFields) =>
-  codesOf(fields).includes('P2028') && typeof fields.message === 'string' && fields.message.includes('Unable to start a transaction in the given time');
+  codesOf(fields).includes('P2028') &&
+  typeof fields.message === 'string' &&
+  fields.message.includes('Unable to start a transaction in the given time');
 
 /** Prisma's driver-adapter kinds for the same (@prisma/adapter-pg's convertDriverError). */
 const UNAVAILABLE_KINDS = new Set([
-  'DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'DatabaseDoesNotExist',
-  'DatabaseAccessDenied', 'AuthenticationFailed', 'TlsConnectionError',
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'DatabaseDoesNotExist',
+  'DatabaseAccessDenied',
+  'AuthenticationFailed',
+  'TlsConnectionError',
 ]);
 
 /** Node's socket errors: nothing listens, the path was cut, the name does not resolve. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** Node's TLS errors and OpenSSL's certificate verdicts (an untrusted, expired or misnamed certificate). */
-const TLS_CODE = /^(?:ERR_SSL_|ERR_TLS_)|^(?:DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|CERT_|HOSTNAME_MISMATCH$|INVALID_CA$)/;
+const TLS_CODE =
+  /^(?:ERR_SSL_|ERR_TLS_)|^(?:DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_|CERT_|HOSTNAME_MISMATCH$|INVALID_CA$)/;
 
 /**
  * node-postgres's messages that carry no code. Not anchored: Prisma rethrows a driver error it does
@@ -69,7 +78,9 @@ const LOST_KIND = 'ConnectionClosed';
 const LOST_MESSAGE = /Connection terminated|Client has encountered a connection error and is not queryable/;
 
 const saysLost = (fields: ErrorFields) =>
-  fields.kind === LOST_KIND || codesOf(fields).some((code) => LOST_CODES.has(code)) || (typeof fields.message === 'string' && LOST_MESSAGE.test(fields.message));
+  fields.kind === LOST_KIND ||
+  codesOf(fields).some((code) => LOST_CODES.has(code)) ||
+  (typeof fields.message === 'string' && LOST_MESSAGE.test(fields.message));
 
 /** A lock not granted within the lock timeout (DATABASE_LOCK_WAIT_SECONDS): the database is busy, not down. */
 const BUSY_SQLSTATE = '55P03';

@@ -33,9 +33,5 @@ export async function openSchemaEngine(
 ): Promise<SchemaEngine> {
   const { SchemaEngine } = await loadBindings();
   const log = () => {};
-  return SchemaEngine.new(
-    { datamodels: [[schema.path, schema.content]] },
-    log,
-    bindMigrationAwareSqlAdapterFactory(adapterFactory),
-  );
+  return SchemaEngine.new({ datamodels: [[schema.path, schema.content]] }, log, bindMigrationAwareSqlAdapterFactory(adapterFactory));
 }

@@ -163,7 +163,10 @@ export function sqlOver(pool: pg.Pool, begin = 'BEGIN', prepare = false): Sql {
         return result;
       } catch (error) {
         // A connection that cannot even roll back is dropped, not handed out again.
-        const rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        );
         client.release(!rolledBack);
         throw error;
       }

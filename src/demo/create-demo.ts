@@ -31,7 +31,10 @@ export async function ensureDemoOrganization(prisma: DatabaseClient, storage?: F
     const imported = await importOrganization(prisma, parsed.value, { storage });
     const credentials = async (email: string): Promise<Credentials> => {
       const password = randomPassword();
-      const { id } = await prisma.user.findUniqueOrThrow({ where: { organizationId_emailKey: { organizationId: imported.id, emailKey: email } }, select: { id: true } });
+      const { id } = await prisma.user.findUniqueOrThrow({
+        where: { organizationId_emailKey: { organizationId: imported.id, emailKey: email } },
+        select: { id: true },
+      });
       await setPassword(prisma, id, password);
       return { email, apiKey: imported.apiKeys.get(email)!, password };
     };

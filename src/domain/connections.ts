@@ -80,7 +80,9 @@ export function seekSql(order: KeysetOrder, seek: Seek, parameters: Parameters) 
     where: conditions.map((condition) => `AND ${condition}`).join(' '),
     /** The order by the key's columns, after `leading` ones (columns the list's filter fixes) in the same direction. */
     orderBy: (qualifier = '', leading: string[] = []) =>
-      [...leading, ...order.columns.map(({ column }) => `${qualifier}${column}`)].map((column) => `${column} ${descending ? 'DESC' : 'ASC'}`).join(', '),
+      [...leading, ...order.columns.map(({ column }) => `${qualifier}${column}`)]
+        .map((column) => `${column} ${descending ? 'DESC' : 'ASC'}`)
+        .join(', '),
     limit: parameters.add(seek.limit),
   };
 }
@@ -94,7 +96,8 @@ function compare(order: KeysetOrder, bound: Bound, operator: '<' | '>', paramete
 
 /** The whole list, `pageSize` rows per statement (src/domain/paging.ts). */
 export async function keysetPages<Row>(list: KeysetList<Row>, pageSize: number): Promise<Paged<Row>> {
-  const readAfter = (last?: Row) => list.read({ after: last && { key: list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
+  const readAfter = (last?: Row) =>
+    list.read({ after: last && { key: list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
   return pagedList(await readAfter(), pageSize, readAfter, () => list.count());
 }
 
@@ -177,7 +180,8 @@ function pageSize({ first, last }: PageArguments): { size: number; backward: boo
 const CURSOR_VERSION = 1;
 const MAX_CURSOR_LENGTH = 200;
 
-export const encodeCursor = (order: KeysetOrder, key: Key) => Buffer.from(JSON.stringify([CURSOR_VERSION, order.name, ...key])).toString('base64url');
+export const encodeCursor = (order: KeysetOrder, key: Key) =>
+  Buffer.from(JSON.stringify([CURSOR_VERSION, order.name, ...key])).toString('base64url');
 
 function decodeCursor(order: KeysetOrder, cursor: string, argument: 'after' | 'before'): Key {
   const invalid = () => badRequest(`${argument} is not a cursor of this list.`);
@@ -188,7 +192,8 @@ function decodeCursor(order: KeysetOrder, cursor: string, argument: 'after' | 'b
   } catch {
     throw invalid();
   }
-  if (!Array.isArray(parsed) || parsed[0] !== CURSOR_VERSION || parsed[1] !== order.name || parsed.length !== 2 + order.columns.length) throw invalid();
+  if (!Array.isArray(parsed) || parsed[0] !== CURSOR_VERSION || parsed[1] !== order.name || parsed.length !== 2 + order.columns.length)
+    throw invalid();
   const key = parsed.slice(2) as unknown[];
   if (!order.columns.every((column, i) => typeof key[i] === 'number' && column.accepts(key[i]))) throw invalid();
   return key as number[];

@@ -10,13 +10,17 @@ function isIntrospectionOnly(document: DocumentNode, operationName?: string | nu
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operationName ? operations.find((o) => o.name?.value === operationName) : operations[0];
   if (operation?.operation !== 'query') return false;
-  return operation.selectionSet.selections.every(
-    (s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'),
-  );
+  return operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value.startsWith('__'));
 }
 
 export function authPlugin(): Plugin<GraphQLContext> {
-  const refuseAnonymous = ({ args, setResultAndStopExecution }: { args: ExecutionArgs; setResultAndStopExecution(result: ExecutionResult): void }) => {
+  const refuseAnonymous = ({
+    args,
+    setResultAndStopExecution,
+  }: {
+    args: ExecutionArgs;
+    setResultAndStopExecution(result: ExecutionResult): void;
+  }) => {
     const context = args.contextValue as GraphQLContext;
     if (context.actor || isIntrospectionOnly(args.document, args.operationName)) return;
     setResultAndStopExecution({ errors: [requestError(context.authError ?? notLoggedIn(), { refusesRequest: true })] });

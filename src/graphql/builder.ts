@@ -44,7 +44,12 @@ export const builder = new SchemaBuilder<{
 
 /** The objects some decoded global ids name, each read by its type's loader (schema/node.ts); null where none may be. */
 function loadNodes(context: GraphQLContext, info: GraphQLResolveInfo, ids: GlobalId[]): Promise<unknown[]> {
-  return resolveNodes(builder, context, info, ids.map((id) => (mayNameNode(info.schema, id) ? id : null)));
+  return resolveNodes(
+    builder,
+    context,
+    info,
+    ids.map((id) => (mayNameNode(info.schema, id) ? id : null)),
+  );
 }
 
 builder.queryType({});

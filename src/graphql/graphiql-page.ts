@@ -18,7 +18,8 @@ const RENDERER = '@graphql-yoga/render-graphiql';
 const NEVER_FRAMED = { 'Content-Security-Policy': "frame-ancestors 'none'", 'X-Frame-Options': 'DENY' };
 
 /** Yoga's own test for a browser asking for the page (graphql-yoga's shouldRenderGraphiQL). */
-export const wantsGraphiQL = (request: Request) => request.method === 'GET' && Boolean(request.headers.get('accept')?.includes('text/html'));
+export const wantsGraphiQL = (request: Request) =>
+  request.method === 'GET' && Boolean(request.headers.get('accept')?.includes('text/html'));
 
 /** Renders in a worker thread; resolves once both files exist (written under temporary names, then renamed). */
 function renderInWorker(rendererUrl: string, options: object, beforeRoot: string, path: string): Promise<void> {
@@ -54,13 +55,15 @@ export function graphiqlPage(options: object, dataDir: string, beforeRoot = ''):
   const path = join(directory, `graphiql-${key}.html`);
   let rendered: Promise<void> | undefined;
   const ready = () =>
-    (rendered ??= stat(path).then(
-      () => undefined,
-      () => mkdir(directory, { recursive: true }).then(() => renderInWorker(rendererUrl, options, beforeRoot, path)),
-    ).catch((error) => {
-      rendered = undefined;
-      throw error;
-    }));
+    (rendered ??= stat(path)
+      .then(
+        () => undefined,
+        () => mkdir(directory, { recursive: true }).then(() => renderInWorker(rendererUrl, options, beforeRoot, path)),
+      )
+      .catch((error) => {
+        rendered = undefined;
+        throw error;
+      }));
   return async (request) => {
     await ready();
     const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '');

@@ -2,7 +2,15 @@
 // of 500 attachments resolves in a fraction of graphql-js's time, because the generic walk (argument
 // values and an info object per field) is compiled away.
 import { useGraphQlJit } from '@envelop/graphql-jit';
-import { getOperationAST, isAbstractType, isObjectType, type DocumentNode, type GraphQLSchema, type Source, type SourceLocation } from 'graphql';
+import {
+  getOperationAST,
+  isAbstractType,
+  isObjectType,
+  type DocumentNode,
+  type GraphQLSchema,
+  type Source,
+  type SourceLocation,
+} from 'graphql';
 import { createGraphQLError, isAsyncIterable, isPromise, type Plugin } from 'graphql-yoga';
 import type { Logger } from '../logging.js';
 
@@ -10,7 +18,12 @@ import type { Logger } from '../logging.js';
 const requestLogOf = (args: unknown[], fallback: Logger) => (args[1] as { log?: Logger } | undefined)?.log ?? fallback;
 
 /** `callback` whose throw or rejection is logged and answered with `fallback`, never left unhandled. */
-function guarded<Args extends unknown[], Result>(log: Logger, name: string, fallback: Result, callback: (...args: Args) => Result | Promise<Result>) {
+function guarded<Args extends unknown[], Result>(
+  log: Logger,
+  name: string,
+  fallback: Result,
+  callback: (...args: Args) => Result | Promise<Result>,
+) {
   const recover = (error: unknown, args: Args) => {
     requestLogOf(args, log).error({ err: error }, `GraphQL ${name} failed`);
     return fallback;

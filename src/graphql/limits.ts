@@ -74,7 +74,10 @@ function positiveInteger(env: NodeJS.ProcessEnv, name: string, fallback: number)
 export function readGraphQLLimits(env: NodeJS.ProcessEnv): GraphQLLimits {
   const read = (prefix: string, defaults: DocumentLimits) =>
     Object.fromEntries(
-      Object.entries(LIMIT_VARIABLES).map(([key, suffix]) => [key, positiveInteger(env, `${prefix}${suffix}`, defaults[key as keyof DocumentLimits])]),
+      Object.entries(LIMIT_VARIABLES).map(([key, suffix]) => [
+        key,
+        positiveInteger(env, `${prefix}${suffix}`, defaults[key as keyof DocumentLimits]),
+      ]),
     ) as unknown as DocumentLimits;
   return {
     anonymous: read('GRAPHQL_ANONYMOUS_', DEFAULT_GRAPHQL_LIMITS.anonymous),
@@ -94,7 +97,10 @@ interface RequestParams {
 }
 
 function validationRules(limits: DocumentLimits) {
-  const report = { propagateOnRejection: false, onReject: [(context: ValidationContext | null, error: GraphQLError) => context?.reportError(error)] };
+  const report = {
+    propagateOnRejection: false,
+    onReject: [(context: ValidationContext | null, error: GraphQLError) => context?.reportError(error)],
+  };
   return [
     maxDepthRule({ n: limits.depth, ignoreIntrospection: false, ...report }),
     maxAliasesRule({ n: limits.aliases, ...report }),
@@ -109,7 +115,8 @@ function validationRules(limits: DocumentLimits) {
  */
 function costProblem(schema: GraphQLSchema, document: DocumentNode, limit: number, { params, budget }: RequestParams): GraphQLError | null {
   const operation = getOperationAST(document, params?.operationName);
-  if (operation && getVariableValues(schema, operation.variableDefinitions ?? [], params?.variables ?? {}, { maxErrors: 1 }).errors) return null;
+  if (operation && getVariableValues(schema, operation.variableDefinitions ?? [], params?.variables ?? {}, { maxErrors: 1 }).errors)
+    return null;
   let cost: number;
   try {
     cost = operationCost(schema, document, operation, params);
@@ -134,7 +141,12 @@ export function documentCost(
 const costsWithoutVariables = new WeakMap<DocumentNode, Map<string, number>>();
 
 /** The operation's cost; computed once per document when the operation declares no variables (a walk of the whole document). */
-function operationCost(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode | null | undefined, params: RequestParams['params']): number {
+function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode | null | undefined,
+  params: RequestParams['params'],
+): number {
   const compute = () => documentCost(schema, document, params?.variables ?? {}, params?.operationName);
   if (!operation || operation.variableDefinitions?.length) return compute();
   let costs = costsWithoutVariables.get(document);
@@ -196,8 +208,15 @@ export function documentSizePlugin(limits: GraphQLLimits, isAuthenticated: (cont
 export function limitsPlugin(limits: GraphQLLimits, isAuthenticated: (context: object) => boolean): Plugin {
   const suggestions = blockFieldSuggestionsPlugin({ mask: '' }).onValidate!;
   const kindOf = (context: object) => (isAuthenticated(context) ? 'authenticated' : 'anonymous');
-  const documents = new LRUCache<string, DocumentNode>({ max: CACHED_DOCUMENTS, maxSize: CACHED_DOCUMENT_BYTES, sizeCalculation: (_document, key) => cachedTextBytes(key) });
-  const validations = { authenticated: new WeakMap<DocumentNode, readonly GraphQLError[]>(), anonymous: new WeakMap<DocumentNode, readonly GraphQLError[]>() };
+  const documents = new LRUCache<string, DocumentNode>({
+    max: CACHED_DOCUMENTS,
+    maxSize: CACHED_DOCUMENT_BYTES,
+    sizeCalculation: (_document, key) => cachedTextBytes(key),
+  });
+  const validations = {
+    authenticated: new WeakMap<DocumentNode, readonly GraphQLError[]>(),
+    anonymous: new WeakMap<DocumentNode, readonly GraphQLError[]>(),
+  };
   return {
     onParse({ context, params, setParseFn, setParsedDocument }) {
       const kind = kindOf(context);

@@ -23,7 +23,9 @@ const latestInvitationEmailLoader = ({ prisma }: Database) =>
 /** Straight through the driver: one small statement per batch (emoji authors, message senders), where Prisma's query engine cost a tenth of a list's CPU. */
 const userByIdLoader = ({ sql }: Database) =>
   new DataLoader<number, UserSummary | null>(async (ids) => {
-    const users = await sql.rows<UserSummary>('SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE id = ANY($1::int[])', [[...ids]]);
+    const users = await sql.rows<UserSummary>('SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE id = ANY($1::int[])', [
+      [...ids],
+    ]);
     const byId = new Map(users.map((u) => [u.id, u]));
     return ids.map((id) => byId.get(id) ?? null);
   });

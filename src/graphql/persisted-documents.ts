@@ -71,7 +71,12 @@ export function persistedDocumentsPlugins(
   countRegistration: (context: object) => Promise<void>,
 ): Plugin[] {
   const manifest = config.manifest ?? new Map<string, string>();
-  const registered = new LRUCache<string, string>({ max: APQ_DOCUMENTS, maxSize: APQ_BYTES, sizeCalculation: cachedTextBytes, ttl: APQ_TTL_MS });
+  const registered = new LRUCache<string, string>({
+    max: APQ_DOCUMENTS,
+    maxSize: APQ_BYTES,
+    sizeCalculation: cachedTextBytes,
+    ttl: APQ_TTL_MS,
+  });
   return [
     trustedOnlyPolicy(mayRunAnyDocument),
     countedRegistrations(countRegistration),

@@ -25,7 +25,9 @@ export function selectedFieldCount(
 
 /** The selection sets of the fields named `name` in `selectionSet`, through fragments. */
 function selectionsOf(selectionSet: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, name: string): SelectionSetNode[] {
-  return [...fieldsOf(selectionSet, fragments)].flatMap((field) => (field.name.value === name && field.selectionSet ? [field.selectionSet] : []));
+  return [...fieldsOf(selectionSet, fragments)].flatMap((field) =>
+    field.name.value === name && field.selectionSet ? [field.selectionSet] : [],
+  );
 }
 
 /**

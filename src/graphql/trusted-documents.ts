@@ -41,7 +41,8 @@ function readManifestFile(path: string): unknown {
 }
 
 function checkedEntry(path: string, id: string, document: unknown): [string, string] {
-  const problem = (what: string) => new StartupError(`GRAPHQL_TRUSTED_DOCUMENTS: ${path}: the entry ${JSON.stringify(id.slice(0, 80))} ${what}`);
+  const problem = (what: string) =>
+    new StartupError(`GRAPHQL_TRUSTED_DOCUMENTS: ${path}: the entry ${JSON.stringify(id.slice(0, 80))} ${what}`);
   const hash = sha256OfId(id);
   if (!hash) throw problem('is not named "sha256:<64 hex digits>"');
   if (typeof document !== 'string') throw problem('is not a document string');
@@ -57,7 +58,9 @@ function checkedEntry(path: string, id: string, document: unknown): [string, str
 export function loadTrustedManifest(path: string): ReadonlyMap<string, string> {
   const json = readManifestFile(path);
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    throw new StartupError(`GRAPHQL_TRUSTED_DOCUMENTS: ${path} must hold a JSON object of "sha256:<hex>": "<document>" entries (npm run codegen writes one)`);
+    throw new StartupError(
+      `GRAPHQL_TRUSTED_DOCUMENTS: ${path} must hold a JSON object of "sha256:<hex>": "<document>" entries (npm run codegen writes one)`,
+    );
   }
   return new Map(Object.entries(json).map(([id, document]) => checkedEntry(path, id, document)));
 }
@@ -73,7 +76,9 @@ export function readTrustedDocuments(env: NodeJS.ProcessEnv): TrustedDocumentsCo
   const only = booleanSetting('GRAPHQL_TRUSTED_ONLY', env.GRAPHQL_TRUSTED_ONLY);
   const path = env.GRAPHQL_TRUSTED_DOCUMENTS || undefined;
   if (only && !path) {
-    throw new StartupError('GRAPHQL_TRUSTED_ONLY=true needs the manifest of trusted documents: set GRAPHQL_TRUSTED_DOCUMENTS=<path to persisted-documents.json>');
+    throw new StartupError(
+      'GRAPHQL_TRUSTED_ONLY=true needs the manifest of trusted documents: set GRAPHQL_TRUSTED_DOCUMENTS=<path to persisted-documents.json>',
+    );
   }
   return { manifest: path ? loadTrustedManifest(path) : null, only };
 }

@@ -56,7 +56,12 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
 }
 
 /** Serves graphql-ws on the server's upgrade requests to /graphql; returns the closing of every connection. */
-export function serveGraphQLOverWebSocket(server: Server, app: ServerContext, graphql: GraphQLHandler, options: WebSocketOptions): () => Promise<void> {
+export function serveGraphQLOverWebSocket(
+  server: Server,
+  app: ServerContext,
+  graphql: GraphQLHandler,
+  options: WebSocketOptions,
+): () => Promise<void> {
   const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const serving = useServer<Record<string, unknown>, ConnectionState>(
     {

@@ -107,7 +107,11 @@ export async function identifyCaller(
     }
     if (!sessionToken) return anonymousCaller();
     const session = await authenticateSession(app, sessionToken, clientAddress, { counted });
-    return { actor: session.actor, authError: null, credentials: { sessionToken, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash } };
+    return {
+      actor: session.actor,
+      authError: null,
+      credentials: { sessionToken, sessionId: session.sessionId, apiKeyHash: session.apiKeyHash },
+    };
   } catch (error) {
     if (error instanceof DomainError) return { ...anonymousCaller(), authError: error };
     throw error;
@@ -142,7 +146,11 @@ function csrfPrevention(): Plugin {
  */
 function rateCountedFields(operation: OperationDefinitionNode, fragments: Record<string, FragmentDefinitionNode>) {
   if (operation.operation === 'mutation') return { fields: selectedFieldCount(operation.selectionSet, fragments), kind: 'mutation' };
-  if (operation.operation === 'query') return { fields: selectedFieldCount(operation.selectionSet, fragments, (name) => name === 'previewInvitations'), kind: 'previewInvitations' };
+  if (operation.operation === 'query')
+    return {
+      fields: selectedFieldCount(operation.selectionSet, fragments, (name) => name === 'previewInvitations'),
+      kind: 'previewInvitations',
+    };
   return { fields: 0, kind: '' };
 }
 
@@ -370,7 +378,12 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     /** `secure`: whether the request arrived over https, which names the session cookie. */
     async handle(
       request: Request,
-      { clientAddress, log, answer, rateLimits = new RateLimitReport() }: Omit<YogaServerContext, 'caller' | 'budget'> & {
+      {
+        clientAddress,
+        log,
+        answer,
+        rateLimits = new RateLimitReport(),
+      }: Omit<YogaServerContext, 'caller' | 'budget'> & {
         rateLimits?: RateLimitReport;
       },
       secure: boolean,

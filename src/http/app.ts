@@ -24,7 +24,13 @@ import { clientAddress, clientAddressOf, forwardedSchemeOf, peerTrustedBy, untru
 import { secureRequestOf } from './cookies.js';
 import { crossOriginRules, trustedSourceRequired } from './cross-origin.js';
 import { mountFileRoutes } from './files.js';
-import { DatabaseStatus, RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, unavailableResponse, unavailableStateResponse } from './database-status.js';
+import {
+  DatabaseStatus,
+  RETRY_AFTER_SECONDS,
+  UNAVAILABLE_MESSAGE,
+  unavailableResponse,
+  unavailableStateResponse,
+} from './database-status.js';
 import { ACCEPTANCE_PATH, mountAcceptancePages } from './pages/acceptance.js';
 import { mountPasswordResetPages, RESET_DONE_PATH, RESET_LINK_PATH } from './pages/password-reset.js';
 import { unavailablePage } from './pages/layout.js';
@@ -34,7 +40,8 @@ import { LIVE_PATH, mountProbes, READY_PATH, type Lifecycle } from './probes.js'
 /** No request of this API but uploads needs more; bigger bodies are refused before parsing. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-const tooLarge = (limit: string) => () => jsonResponse({ result: 'error', msg: `Request body too large (limit: ${limit})`, code: 'BAD_REQUEST' }, 413);
+const tooLarge = (limit: string) => () =>
+  jsonResponse({ result: 'error', msg: `Request body too large (limit: ${limit})`, code: 'BAD_REQUEST' }, 413);
 
 /**
  * At most `maxBytes` of body. A declared length is checked from the headers alone (Node's parser
@@ -231,7 +238,9 @@ export function createApp(app: ServerContext, lifecycle: Lifecycle = { draining:
   const unavailableAtOnce: MiddlewareHandler = async (_c, next) => (database.down ? refuse(unavailableResponse) : next());
   http.use(`${API_PREFIX}/*`, unavailableAtOnce);
   http.use(`${JSON_PREFIX}/*`, unavailableAtOnce);
-  http.use('/graphql', async (c, next) => (database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next()));
+  http.use('/graphql', async (c, next) =>
+    database.down && !c.req.header('accept')?.includes('text/html') ? refuse(graphqlUnavailable) : next(),
+  );
   // Pages stay pages: the site's own 503 page.
   const pageUnavailable = () => unavailablePage(RETRY_AFTER_SECONDS);
   http.use(PAGES_PATTERN, async (c, next) => (database.down && !isSignOut(c) ? refuse(pageUnavailable) : next()));

@@ -15,12 +15,17 @@ type Trust = (address: string, hop: number) => boolean;
 
 /** `10.0.0.0/8, 192.168.1.10, 2001:db8::/32` (proxy-addr's `loopback`, `linklocal` and `uniquelocal` too). */
 export function parseTrustedProxies(value: string | undefined): string[] {
-  const entries = (value ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     try {
       proxyaddr.compile(entry);
     } catch {
-      throw new StartupError(`TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range (e.g. 10.0.0.0/8, 192.168.1.10, 2001:db8::/32)`);
+      throw new StartupError(
+        `TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range (e.g. 10.0.0.0/8, 192.168.1.10, 2001:db8::/32)`,
+      );
     }
   }
   return entries;
@@ -70,7 +75,10 @@ function usable(entries: (string | undefined)[]): string[] {
 
 /** `192.0.2.43`, or with a port (`192.0.2.43:47011`, `[2001:db8::17]:4711`, which some proxies write): the address. */
 function ipAddress(entry: string): string | undefined {
-  const address = entry.trim().replace(/^\[([^\]]*)\](?::\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
+  const address = entry
+    .trim()
+    .replace(/^\[([^\]]*)\](?::\d+)?$/, '$1')
+    .replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
   return isIP(address) ? address : undefined;
 }
 
@@ -145,7 +153,8 @@ export function untrustedForwardingWarning(
   let quietUntil = 0;
   return (incoming) => {
     const { headers } = incoming;
-    const forwarded = headers['x-forwarded-for'] !== undefined || headers.forwarded !== undefined || headers['x-forwarded-proto'] !== undefined;
+    const forwarded =
+      headers['x-forwarded-for'] !== undefined || headers.forwarded !== undefined || headers['x-forwarded-proto'] !== undefined;
     if (!forwarded) return null;
     const peer = incoming.socket.remoteAddress ?? '';
     if (now() < quietUntil || trusted(peer, 0)) return null;

@@ -7,7 +7,14 @@
 // counts as signed out, and its cookie is cleared. Cookies are Secure with `__Host-` names when the
 // request arrived over https: as a trusted proxy says (X-Forwarded-Proto), else as SERVER_URL says.
 import { randomBytes } from 'node:crypto';
-import { csrfTokenOf, readSession, sameToken, SESSION_LIFETIME_SECONDS, type NewSession, type SessionStore } from '../domain/auth/sessions.js';
+import {
+  csrfTokenOf,
+  readSession,
+  sameToken,
+  SESSION_LIFETIME_SECONDS,
+  type NewSession,
+  type SessionStore,
+} from '../domain/auth/sessions.js';
 import type { Logger } from '../logging.js';
 
 /** Django's CSRF_COOKIE_AGE: a year. */

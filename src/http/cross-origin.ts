@@ -31,7 +31,8 @@ export function crossOriginRules(allowedOrigins: string[], serverUrl: () => stri
   };
 }
 
-const isSameOrigin = (origin: string, requestUrl: string, serverUrl: string) => origin === new URL(requestUrl).origin || origin === new URL(serverUrl).origin;
+const isSameOrigin = (origin: string, requestUrl: string, serverUrl: string) =>
+  origin === new URL(requestUrl).origin || origin === new URL(serverUrl).origin;
 
 /** Django's reasons (django.middleware.csrf). */
 export const ORIGIN_REASONS = {
@@ -88,5 +89,6 @@ export function trustedSourceRequired(
  */
 export function connectionOriginAllowed(allowedOrigins: string[], serverUrl: () => string) {
   const allowed = new Set(allowedOrigins);
-  return (origin: string | undefined, requestUrl: string) => origin === undefined || allowed.has(origin) || isSameOrigin(origin, requestUrl, serverUrl());
+  return (origin: string | undefined, requestUrl: string) =>
+    origin === undefined || allowed.has(origin) || isSameOrigin(origin, requestUrl, serverUrl());
 }

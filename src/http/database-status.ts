@@ -20,7 +20,8 @@ export const DATABASE_UNAVAILABLE_STATE = 'database unavailable';
 const retryAfter = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
 
 /** The REST door's 503. */
-export const unavailableResponse = (message = UNAVAILABLE_MESSAGE) => jsonResponse({ result: 'error', msg: message, code: 'BAD_REQUEST' }, 503, retryAfter);
+export const unavailableResponse = (message = UNAVAILABLE_MESSAGE) =>
+  jsonResponse({ result: 'error', msg: message, code: 'BAD_REQUEST' }, 503, retryAfter);
 
 /** The probes' 503: the state, nothing about where the database is or what the driver said. */
 export const unavailableStateResponse = () => jsonResponse({ status: DATABASE_UNAVAILABLE_STATE }, 503, retryAfter);
@@ -145,7 +146,10 @@ export class DatabaseStatus {
     this.outage = null;
     clearTimeout(this.probeTimer);
     const seconds = Math.round((Date.now() - outage.since) / 100) / 10;
-    this.log.info({ seconds, failed: outage.failed }, `database available again after ${seconds} s; ${outage.failed} requests or background passes failed meanwhile`);
+    this.log.info(
+      { seconds, failed: outage.failed },
+      `database available again after ${seconds} s; ${outage.failed} requests or background passes failed meanwhile`,
+    );
     for (const listener of this.availableAgain) listener();
   }
 

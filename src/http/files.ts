@@ -31,7 +31,8 @@ export function prefersImage(accept: string | null): boolean {
 
 function failure(status: number, request: Request, html: string): Response {
   const headers = { Vary: 'Accept' };
-  if (prefersImage(request.headers.get('accept'))) return new Response(ERROR_PNG, { status, headers: { ...headers, 'Content-Type': 'image/png' } });
+  if (prefersImage(request.headers.get('accept')))
+    return new Response(ERROR_PNG, { status, headers: { ...headers, 'Content-Type': 'image/png' } });
   return new Response(html, { status, headers: { ...headers, 'Content-Type': 'text/html; charset=utf-8' } });
 }
 
@@ -62,7 +63,13 @@ interface ServeOptions {
 }
 
 /** The stored bytes with range support (a single range; several ranges get the whole file). */
-async function serveStored(app: AppContext, request: Request, key: string, options: ServeOptions, missing: () => Response): Promise<Response> {
+async function serveStored(
+  app: AppContext,
+  request: Request,
+  key: string,
+  options: ServeOptions,
+  missing: () => Response,
+): Promise<Response> {
   const info = await app.storage.stat(key);
   if (!info) return missing();
   const headers: Record<string, string> = {
@@ -81,14 +88,19 @@ async function serveStored(app: AppContext, request: Request, key: string, optio
   if (range) {
     return new Response(stream, {
       status: 206,
-      headers: { ...headers, 'Content-Range': `bytes ${range.start}-${range.end}/${info.size}`, 'Content-Length': String(range.end - range.start + 1) },
+      headers: {
+        ...headers,
+        'Content-Range': `bytes ${range.start}-${range.end}/${info.size}`,
+        'Content-Length': String(range.end - range.start + 1),
+      },
     });
   }
   return new Response(stream, { status: 200, headers: { ...headers, 'Content-Length': String(info.size) } });
 }
 
 /** The reference's answer when the row exists but the stored bytes do not. */
-const storedFileMissing = () => new Response('<p>File not found</p>', { status: 404, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+const storedFileMissing = () =>
+  new Response('<p>File not found</p>', { status: 404, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
 
 /** An uploaded file as the reference's serve_local answers it. */
 export function serveUpload(app: AppContext, request: Request, file: ServableFile, forceDownload: boolean): Promise<Response> {
@@ -150,6 +162,12 @@ export function mountFileRoutes(http: Hono, app: AppContext): void {
     const path = decodedPath(c.req.raw, '/user_avatars/');
     if (path === null || !isSafeKey(path)) return storedFileMissing();
     const contentType = lookup(path) || 'application/octet-stream';
-    return serveStored(app, c.req.raw, avatarKey(path), { contentType, cacheControl: 'max-age=31536000, public, immutable' }, storedFileMissing);
+    return serveStored(
+      app,
+      c.req.raw,
+      avatarKey(path),
+      { contentType, cacheControl: 'max-age=31536000, public, immutable' },
+      storedFileMissing,
+    );
   });
 }

@@ -21,7 +21,9 @@ export class MemoryBusyError extends Error {
 
 /** The REST door's 503: the reference's error envelope. */
 export const memoryBusyResponse = () =>
-  jsonResponse({ result: 'error', msg: MEMORY_BUSY_MESSAGE, code: 'BAD_REQUEST' }, 503, { 'Retry-After': String(MEMORY_RETRY_AFTER_SECONDS) });
+  jsonResponse({ result: 'error', msg: MEMORY_BUSY_MESSAGE, code: 'BAD_REQUEST' }, 503, {
+    'Retry-After': String(MEMORY_RETRY_AFTER_SECONDS),
+  });
 
 /** The GraphQL door's 503, shaped like the database outage's. */
 export const memoryBusyGraphQLError = () =>
@@ -144,7 +146,12 @@ export class MemoryBudget {
  * Every item of a list that an answer holds whole (GraphQL's): past one page, its expected size is
  * reserved until the answer is built (a 503 error when no room comes).
  */
-export async function wholeListWithinBudget<T>(context: { app: { memoryBudget: MemoryBudget }; answer?: AnswerReservations }, list: Paged<T>, bytesPerItem: number): Promise<T[]> {
-  if (list.morePages) await context.app.memoryBudget.reserveWhileAnswering(context.answer, list.expectedCount * bytesPerItem).catch(thrownAsBusy);
+export async function wholeListWithinBudget<T>(
+  context: { app: { memoryBudget: MemoryBudget }; answer?: AnswerReservations },
+  list: Paged<T>,
+  bytesPerItem: number,
+): Promise<T[]> {
+  if (list.morePages)
+    await context.app.memoryBudget.reserveWhileAnswering(context.answer, list.expectedCount * bytesPerItem).catch(thrownAsBusy);
   return allPages(list);
 }

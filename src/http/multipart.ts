@@ -26,7 +26,11 @@ export async function receiveFiles<T>(
   if (!isMultipart(request) || !request.body) return { count: 0, fields };
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: { 'content-type': request.headers.get('content-type')! }, defParamCharset: 'utf8', limits: { fieldSize: 1024 * 1024, fields: 1000 } });
+    parser = busboy({
+      headers: { 'content-type': request.headers.get('content-type')! },
+      defParamCharset: 'utf8',
+      limits: { fieldSize: 1024 * 1024, fields: 1000 },
+    });
   } catch {
     throw badRequest('Malformed multipart body');
   }

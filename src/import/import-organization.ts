@@ -62,7 +62,11 @@ export interface ImportOptions {
   onProgress?: ImportProgress;
 }
 
-export async function importOrganization(prisma: DatabaseClient, file: OrganizationFile, options: ImportOptions = {}): Promise<ImportedOrganization> {
+export async function importOrganization(
+  prisma: DatabaseClient,
+  file: OrganizationFile,
+  options: ImportOptions = {},
+): Promise<ImportedOrganization> {
   const written: string[] = [];
   const replaced: string[] = [];
   try {
@@ -161,7 +165,9 @@ async function storeAttachmentBytes(
     }
   };
   // Every writer stops before the error is thrown, so the caller's clean-up sees every file written.
-  const outcomes = await Promise.allSettled(Array.from({ length: PARALLEL_WRITES }, () => writeNext().catch((error) => ((failed = true), Promise.reject(error)))));
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: PARALLEL_WRITES }, () => writeNext().catch((error) => ((failed = true), Promise.reject(error)))),
+  );
   const failure = outcomes.find((outcome) => outcome.status === 'rejected');
   if (failure) throw failure.reason;
 }
@@ -363,16 +369,21 @@ async function inSlices<T, R>(
 type Advance = (done: number) => void;
 
 async function createEmoji(tx: Tx, organizationId: number, file: OrganizationFile, userId: (email: string) => number, advance: Advance) {
-  await inSlices(file.custom_emoji, (slice) => tx.customEmoji.createMany({
-    data: slice.map((e) => ({
-      id: e.id,
-      organizationId,
-      name: e.name,
-      authorId: e.author === null ? null : userId(e.author),
-      deactivated: e.deactivated,
-      fileName: e.file_name ?? `${e.name}.png`,
-    })),
-  }), advance);
+  await inSlices(
+    file.custom_emoji,
+    (slice) =>
+      tx.customEmoji.createMany({
+        data: slice.map((e) => ({
+          id: e.id,
+          organizationId,
+          name: e.name,
+          authorId: e.author === null ? null : userId(e.author),
+          deactivated: e.deactivated,
+          fileName: e.file_name ?? `${e.name}.png`,
+        })),
+      }),
+    advance,
+  );
 }
 
 async function createAttachments(
@@ -406,23 +417,30 @@ async function createMessages(
   attachmentIds: Map<number, number>,
   advance: (done: number) => void,
 ) {
-  const rows = await inSlices(file.messages, (slice) => tx.message.createManyAndReturn({
-    data: slice.map((m) => ({
-      id: m.id,
-      organizationId,
-      senderId: userId(m.sender),
-      channelId: m.channel === undefined ? null : channelIds.get(m.channel)!,
-      topic: m.topic,
-      content: m.content,
-      dateSent: fromUnix(m.date_sent),
-    })),
-    select: { id: true },
-  }), advance);
+  const rows = await inSlices(
+    file.messages,
+    (slice) =>
+      tx.message.createManyAndReturn({
+        data: slice.map((m) => ({
+          id: m.id,
+          organizationId,
+          senderId: userId(m.sender),
+          channelId: m.channel === undefined ? null : channelIds.get(m.channel)!,
+          topic: m.topic,
+          content: m.content,
+          dateSent: fromUnix(m.date_sent),
+        })),
+        select: { id: true },
+      }),
+    advance,
+  );
   const messageId = (i: number) => rows[i]!.id;
   await tx.directMessageRecipient.createMany({
     data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),
   });
-  const links = file.messages.flatMap((m, i) => [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! })));
+  const links = file.messages.flatMap((m, i) =>
+    [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! })),
+  );
   await inSlices(links, (slice) => tx.messageAttachment.createMany({ data: slice }));
 }
 

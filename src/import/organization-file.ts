@@ -18,7 +18,12 @@ export const SYSTEM_GROUP_NAMES = [
 
 const unixTime = z.number().int().nonnegative();
 const id = z.number().int().min(1).max(2_147_483_647).optional();
-const email = z.string().trim().min(3).max(254).regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'is not a valid e-mail address');
+const email = z
+  .string()
+  .trim()
+  .min(3)
+  .max(254)
+  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'is not a valid e-mail address');
 const anonymousGroup = z.strictObject({
   direct_members: z.array(email).default([]),
   direct_subgroups: z.array(z.string()).default([]),
@@ -47,27 +52,36 @@ const organization = z.strictObject({
   can_add_custom_emoji_group: groupSetting.default('role:members'),
 });
 
-const user = z.strictObject({
-  id,
-  email,
-  full_name: z.string().trim().min(1).max(100),
-  role: z.number().int().refine((r) => (ROLE_CODES as readonly number[]).includes(r), 'must be 100, 200, 300, 400 or 600').default(400),
-  api_key: z.string().regex(API_KEY_PATTERN, 'must be exactly 32 ASCII letters and digits').optional(),
-  is_bot: z.boolean().default(false),
-  bot_type: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]).nullable().default(null),
-  is_active: z.boolean().default(true),
-  date_joined: unixTime.optional(),
-  /** As a Zulip export carries it: Django's `argon2$argon2id$...` or `pbkdf2_sha256$...` (signin.md Decision 1). */
-  password_hash: z.string().max(1000).optional(),
-}).superRefine((u, context) => {
-  if (u.password_hash === undefined) return;
-  const problem = u.is_bot
-    ? `${u.email} is a bot: bots have no password`
-    : isImportablePasswordHash(u.password_hash)
-      ? null
-      : `${u.email}'s password hash is not Django's argon2$argon2id$... or pbkdf2_sha256$<iterations>$<salt>$<hash> (or its cost is beyond the limits)`;
-  if (problem) context.addIssue({ code: 'custom', path: ['password_hash'], message: problem });
-});
+const user = z
+  .strictObject({
+    id,
+    email,
+    full_name: z.string().trim().min(1).max(100),
+    role: z
+      .number()
+      .int()
+      .refine((r) => (ROLE_CODES as readonly number[]).includes(r), 'must be 100, 200, 300, 400 or 600')
+      .default(400),
+    api_key: z.string().regex(API_KEY_PATTERN, 'must be exactly 32 ASCII letters and digits').optional(),
+    is_bot: z.boolean().default(false),
+    bot_type: z
+      .union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)])
+      .nullable()
+      .default(null),
+    is_active: z.boolean().default(true),
+    date_joined: unixTime.optional(),
+    /** As a Zulip export carries it: Django's `argon2$argon2id$...` or `pbkdf2_sha256$...` (signin.md Decision 1). */
+    password_hash: z.string().max(1000).optional(),
+  })
+  .superRefine((u, context) => {
+    if (u.password_hash === undefined) return;
+    const problem = u.is_bot
+      ? `${u.email} is a bot: bots have no password`
+      : isImportablePasswordHash(u.password_hash)
+        ? null
+        : `${u.email}'s password hash is not Django's argon2$argon2id$... or pbkdf2_sha256$<iterations>$<salt>$<hash> (or its cost is beyond the limits)`;
+    if (problem) context.addIssue({ code: 'custom', path: ['password_hash'], message: problem });
+  });
 
 const channel = z.strictObject({
   id,
@@ -85,7 +99,12 @@ const channel = z.strictObject({
 
 const userGroup = z.strictObject({
   id,
-  name: z.string().trim().min(1).max(100).refine((n) => !n.startsWith('role:'), 'must not start with role:'),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .refine((n) => !n.startsWith('role:'), 'must not start with role:'),
   description: z.string().max(1024).default(''),
   members: z.array(email).default([]),
   subgroups: z.array(z.string()).default([]),
@@ -109,7 +128,12 @@ const attachment = z.strictObject({
   size: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
   create_time: unixTime.optional(),
   path_id: z.string().min(1).max(1000).refine(isValidPathId, 'must be <organization id>/... with no empty, . or .. segment').optional(),
-  content_type: z.string().min(1).max(255).regex(/^[\x21-\x7e][\x20-\x7e]*$/, 'must be a printable ASCII content type').optional(),
+  content_type: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x21-\x7e][\x20-\x7e]*$/, 'must be a printable ASCII content type')
+    .optional(),
   content_base64: z.base64().optional(),
 });
 
@@ -191,7 +215,10 @@ interface KnownNames {
 /** What the file declares, read leniently (rows may be invalid otherwise). */
 function knownNames(file: OrganizationFileInput): KnownNames {
   const values = <T>(rows: unknown, key: string, type: 'string' | 'number') =>
-    (Array.isArray(rows) ? rows : []).filter(isRecord).map((row) => row[key]).filter((v): v is T => typeof v === type);
+    (Array.isArray(rows) ? rows : [])
+      .filter(isRecord)
+      .map((row) => row[key])
+      .filter((v): v is T => typeof v === type);
   return {
     emails: new Set(values<string>(file.users, 'email', 'string').map((e) => e.trim().toLowerCase())),
     groups: new Set(values<string>(file.user_groups, 'name', 'string').map((n) => n.trim())),
@@ -223,7 +250,8 @@ function crossReferenceProblems(
   const problems: Problem[] = [];
   const add = (path: string, message: string) => problems.push({ path, message });
 
-  const checkUser = (path: string, value: string) => emails.has(value.toLowerCase()) || add(path, `no user with e-mail ${value} in the file`);
+  const checkUser = (path: string, value: string) =>
+    emails.has(value.toLowerCase()) || add(path, `no user with e-mail ${value} in the file`);
   const checkGroupName = (path: string, value: string) =>
     (SYSTEM_GROUP_NAMES as readonly string[]).includes(value) || groups.has(value) || add(path, `no user group named ${value}`);
   const checkSetting = (path: string, value: GroupSettingValue) => {
@@ -232,17 +260,42 @@ function crossReferenceProblems(
     value.direct_subgroups.forEach((g, i) => checkGroupName(`${path}.direct_subgroups[${i}]`, g));
   };
 
-  reportDuplicates(file.users, (u) => u.email.toLowerCase(), (i) => add(`${at('users', i)}.email`, 'duplicate e-mail address (ignoring case)'));
-  reportDuplicates(file.channels, (c) => c.name, (i) => add(`${at('channels', i)}.name`, 'duplicate channel name'));
-  reportDuplicates(file.user_groups, (g) => g.name, (i) => add(`${at('user_groups', i)}.name`, 'duplicate user group name'));
-  reportDuplicates(file.custom_emoji, (e) => (e.deactivated ? undefined : e.name), (i) => add(`${at('custom_emoji', i)}.name`, 'duplicate name among active emoji'));
+  reportDuplicates(
+    file.users,
+    (u) => u.email.toLowerCase(),
+    (i) => add(`${at('users', i)}.email`, 'duplicate e-mail address (ignoring case)'),
+  );
+  reportDuplicates(
+    file.channels,
+    (c) => c.name,
+    (i) => add(`${at('channels', i)}.name`, 'duplicate channel name'),
+  );
+  reportDuplicates(
+    file.user_groups,
+    (g) => g.name,
+    (i) => add(`${at('user_groups', i)}.name`, 'duplicate user group name'),
+  );
+  reportDuplicates(
+    file.custom_emoji,
+    (e) => (e.deactivated ? undefined : e.name),
+    (i) => add(`${at('custom_emoji', i)}.name`, 'duplicate name among active emoji'),
+  );
   for (const section of SECTIONS) {
     const rows: { id?: number }[] = file[section];
-    reportDuplicates(rows, (r) => (r.id === undefined ? undefined : String(r.id)), (i) => add(`${at(section, i)}.id`, 'duplicate id'));
+    reportDuplicates(
+      rows,
+      (r) => (r.id === undefined ? undefined : String(r.id)),
+      (i) => add(`${at(section, i)}.id`, 'duplicate id'),
+    );
   }
 
   const org = file.organization;
-  for (const key of ['can_invite_users_group', 'can_add_subscribers_group', 'can_manage_all_groups', 'can_add_custom_emoji_group'] as const) {
+  for (const key of [
+    'can_invite_users_group',
+    'can_add_subscribers_group',
+    'can_manage_all_groups',
+    'can_add_custom_emoji_group',
+  ] as const) {
     checkSetting(`organization.${key}`, org[key]);
   }
   file.users.forEach((u, i) => {
@@ -265,14 +318,17 @@ function crossReferenceProblems(
   file.attachments.forEach((a, i) => {
     checkUser(`${at('attachments', i)}.owner`, a.owner);
     const carried = a.content_base64 === undefined ? undefined : Buffer.from(a.content_base64, 'base64').length;
-    if (carried !== undefined && carried !== a.size) add(`${at('attachments', i)}.size`, `is ${a.size} but content_base64 holds ${carried} bytes`);
+    if (carried !== undefined && carried !== a.size)
+      add(`${at('attachments', i)}.size`, `is ${a.size} but content_base64 holds ${carried} bytes`);
   });
   file.messages.forEach((m, i) => {
     checkUser(`${at('messages', i)}.sender`, m.sender);
     if ((m.channel === undefined) === (m.to === undefined)) add(`${at('messages', i)}`, 'needs exactly one of channel and to');
     if (m.channel !== undefined && !channels.has(m.channel)) add(`${at('messages', i)}.channel`, `no channel named ${m.channel}`);
     m.to?.forEach((t, j) => checkUser(`${at('messages', i)}.to[${j}]`, t));
-    m.attachment_ids.forEach((a, j) => attachmentIds.has(a) || add(`${at('messages', i)}.attachment_ids[${j}]`, `no attachment with id ${a} in the file`));
+    m.attachment_ids.forEach(
+      (a, j) => attachmentIds.has(a) || add(`${at('messages', i)}.attachment_ids[${j}]`, `no attachment with id ${a} in the file`),
+    );
   });
   return problems;
 }

@@ -60,7 +60,12 @@ export async function resetApiKey(database: Database, organizationStringId: stri
 }
 
 /** Sets a human account's password (signin.md Decision 1); a weak one is refused with the registration form's words. */
-export async function setPasswordByAddress(prisma: DatabaseClient, organizationStringId: string, email: string, password: string): Promise<void> {
+export async function setPasswordByAddress(
+  prisma: DatabaseClient,
+  organizationStringId: string,
+  email: string,
+  password: string,
+): Promise<void> {
   const orgId = await organizationId(prisma, organizationStringId);
   const user = await prisma.user.findUnique({
     where: { organizationId_emailKey: { organizationId: orgId, emailKey: email.trim().toLowerCase() } },

@@ -39,7 +39,8 @@ export function observePool(metrics: ServerMetrics, pool: pg.Pool): void {
 
 type Query = (...args: unknown[]) => unknown;
 
-const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 
 /**
  * Times each statement of `client` (a connection of the pool, wrapped once when it opens). The pool's
@@ -61,7 +62,11 @@ function timeStatements(metrics: ServerMetrics, client: pg.PoolClient): void {
       return query(...args);
     }
     const result = query(...args);
-    if (isThenable(result)) result.then(() => observe(started), () => observe(started));
+    if (isThenable(result))
+      result.then(
+        () => observe(started),
+        () => observe(started),
+      );
     return result;
   };
 }

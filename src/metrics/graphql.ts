@@ -84,19 +84,32 @@ export function graphqlMetrics(metrics: ServerMetrics): Plugin[] {
     metrics: {
       graphql_envelop_request: createCounter({
         registry,
-        counter: { name: 'graphql_envelop_request', help: 'GraphQL operations executed, by name, type and result (error: the answer has errors)', labelNames: operationLabels },
+        counter: {
+          name: 'graphql_envelop_request',
+          help: 'GraphQL operations executed, by name, type and result (error: the answer has errors)',
+          labelNames: operationLabels,
+        },
         fillLabelsFn: withResult,
         phases: ['execute'],
       }),
       graphql_envelop_request_duration: createHistogram({
         registry,
-        histogram: { name: 'graphql_envelop_request_duration', help: 'Time of GraphQL executions, by name, type and result', labelNames: operationLabels, buckets: LATENCY_BUCKETS },
+        histogram: {
+          name: 'graphql_envelop_request_duration',
+          help: 'Time of GraphQL executions, by name, type and result',
+          labelNames: operationLabels,
+          buckets: LATENCY_BUCKETS,
+        },
         fillLabelsFn: withResult,
         phases: ['execute'],
       }),
       graphql_envelop_error_result: createCounter({
         registry,
-        counter: { name: 'graphql_envelop_error_result', help: 'GraphQL errors by operation, phase (parse, validate, execute) and extensions.code', labelNames: ['operationName', 'operationType', 'phase', 'code'] },
+        counter: {
+          name: 'graphql_envelop_error_result',
+          help: 'GraphQL errors by operation, phase (parse, validate, execute) and extensions.code',
+          labelNames: ['operationName', 'operationType', 'phase', 'code'],
+        },
         fillLabelsFn: (params: FillParams) => ({ ...operation(params), phase: params.errorPhase ?? 'execute', code: codeOf(params) }),
         phases: ['parse', 'validate', 'context', 'execute'],
       }),

@@ -12,7 +12,13 @@ export function jsonResponse(body: unknown, status = 200, headers: Record<string
   return new Response(sent, {
     status,
     // The length lets compression skip small bodies (src/http/app.ts).
-    headers: { 'Content-Type': 'application/json', 'Content-Length': String(typeof sent === 'string' ? Buffer.byteLength(sent) : sent.byteLength), Expires: new Date().toUTCString(), ...NEVER_CACHE, ...headers },
+    headers: {
+      'Content-Type': 'application/json',
+      'Content-Length': String(typeof sent === 'string' ? Buffer.byteLength(sent) : sent.byteLength),
+      Expires: new Date().toUTCString(),
+      ...NEVER_CACHE,
+      ...headers,
+    },
   });
 }
 

@@ -24,8 +24,7 @@ export const jsonInt: JsonCheck<number> = (value, at) =>
 export const jsonSafeInt: JsonCheck<number> = (value, at) =>
   typeof value === 'number' && Number.isSafeInteger(value) ? value : fail(`${at} is not an integer`);
 
-export const jsonBool: JsonCheck<boolean> = (value, at) =>
-  typeof value === 'boolean' ? value : fail(`${at} is not a boolean`);
+export const jsonBool: JsonCheck<boolean> = (value, at) => (typeof value === 'boolean' ? value : fail(`${at} is not a boolean`));
 
 export const jsonList =
   <T>(item: JsonCheck<T>): JsonCheck<T[]> =>
@@ -96,7 +95,11 @@ export function missing(name: string): DomainError {
 
 type Declared = Record<string, { spec: ParamSpec<unknown>; required: boolean; plainMissing?: boolean }>;
 type Parsed<D extends Declared> = {
-  [K in keyof D]: D[K] extends { spec: ParamSpec<infer T>; required: true } ? T : D[K] extends { spec: ParamSpec<infer T> } ? T | undefined : never;
+  [K in keyof D]: D[K] extends { spec: ParamSpec<infer T>; required: true }
+    ? T
+    : D[K] extends { spec: ParamSpec<infer T> }
+      ? T | undefined
+      : never;
 };
 
 export const required = <T>(spec: ParamSpec<T>) => ({ spec, required: true as const });

@@ -98,7 +98,11 @@ export interface PagedAnswer<T> {
  * A paged list's success answer: whole, with its length, when it is one page; otherwise streamed a
  * page at a time with one page's memory reserved first (503 with Retry-After when none comes).
  */
-export async function pagedListResponse<T>({ app, log }: { app: ServerContext; log: Logger }, list: Paged<T>, answer: PagedAnswer<T>): Promise<Response> {
+export async function pagedListResponse<T>(
+  { app, log }: { app: ServerContext; log: Logger },
+  list: Paged<T>,
+  answer: PagedAnswer<T>,
+): Promise<Response> {
   const ignored = answer.ignored ?? [];
   const item = answer.item;
   if (!list.morePages) return successResponse({ [answer.key]: item ? list.firstPage.map(item) : list.firstPage, ...answer.after }, ignored);

@@ -116,4 +116,3 @@ export class DirectoryStorage implements FileStorage {
     }
   }
 }
-

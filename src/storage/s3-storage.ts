@@ -1,13 +1,23 @@
 // Objects in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2 ...), for deployments on several
 // machines: every server process sees the same files. Uploads are streamed as multipart uploads.
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsCommand, NoSuchKey, NotFound, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsCommand,
+  NoSuchKey,
+  NotFound,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
 import type { S3Config } from '../config.js';
 import { assertSafeKey, zeros, type ByteRange, type FileStorage, type ListedObject } from './storage.js';
 
 const isMissing = (error: unknown) =>
-  error instanceof NoSuchKey || error instanceof NotFound || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
+  error instanceof NoSuchKey ||
+  error instanceof NotFound ||
+  (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404;
 
 export class S3Storage implements FileStorage {
   private readonly client: S3Client;
@@ -18,13 +28,18 @@ export class S3Storage implements FileStorage {
       endpoint: config.endpoint,
       forcePathStyle: config.forcePathStyle,
       credentials:
-        config.accessKeyId && config.secretAccessKey ? { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey } : undefined,
+        config.accessKeyId && config.secretAccessKey
+          ? { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey }
+          : undefined,
     });
   }
 
   async write(key: string, body: Readable, contentType: string): Promise<void> {
     assertSafeKey(key);
-    const upload = new Upload({ client: this.client, params: { Bucket: this.config.bucket, Key: key, Body: body, ContentType: contentType } });
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.config.bucket, Key: key, Body: body, ContentType: contentType },
+    });
     // A failing body aborts the multipart upload; a part of an object is never left visible.
     const failed = new Promise<never>((_, reject) => body.once('error', reject));
     try {

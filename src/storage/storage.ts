@@ -94,7 +94,12 @@ export class StorageError extends Error {
  * refusing a stream, a dropped upload) and refused keys pass through unchanged.
  */
 export function guarded(backend: FileStorage): FileStorage {
-  const attempt = async <T>(operation: string, key: string, work: () => Promise<T>, passThrough: (error: unknown) => boolean = () => false): Promise<T> => {
+  const attempt = async <T>(
+    operation: string,
+    key: string,
+    work: () => Promise<T>,
+    passThrough: (error: unknown) => boolean = () => false,
+  ): Promise<T> => {
     try {
       return await work();
     } catch (error) {
@@ -106,7 +111,12 @@ export function guarded(backend: FileStorage): FileStorage {
     write: (key, body, contentType) => {
       let bodyFailure: unknown;
       body.once('error', (error) => (bodyFailure = error));
-      return attempt('write', key, () => backend.write(key, body, contentType), (error) => error === bodyFailure);
+      return attempt(
+        'write',
+        key,
+        () => backend.write(key, body, contentType),
+        (error) => error === bodyFailure,
+      );
     },
     writePlaceholder: (key, size, contentType) => attempt('write', key, () => backend.writePlaceholder(key, size, contentType)),
     read: (key, range) => attempt('read', key, () => backend.read(key, range)),

@@ -123,12 +123,15 @@ test('an invitee follows the e-mailed link, signs up in the browser and uses the
   }
 }, 120_000);
 
-test('a revoked invitation\'s e-mailed link shows why it cannot be used', async () => {
+test("a revoked invitation's e-mailed link shows why it cannot be used", async () => {
   const world = await createWorld(server.app.prisma);
   const email = uniqueEmail('revoked');
   const invitation = await createInvitation(server, world, { email, referrer: 'admin' });
   const href = await linkFromMailTo(email);
-  const revoke = await fetch(`${server.url}/api/v1/invites/${invitation.id}`, { method: 'DELETE', headers: { authorization: world.users.admin.auth } });
+  const revoke = await fetch(`${server.url}/api/v1/invites/${invitation.id}`, {
+    method: 'DELETE',
+    headers: { authorization: world.users.admin.auth },
+  });
   expect(revoke.status).toBe(200);
   const page = await browser.newPage();
   try {

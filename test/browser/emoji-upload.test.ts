@@ -51,7 +51,9 @@ test('a page uploads a canvas drawing as an emoji over GraphQL multipart and sho
   expect(result.body.data.addCustomEmoji).toMatchObject({ __typename: 'AddCustomEmojiSuccess', emoji: { name: 'canvas_art' } });
   expect({ width: result.width, height: result.height }).toEqual({ width: 64, height: 64 });
   await expect(page.locator('img[alt="canvas_art"]').isVisible()).resolves.toBe(true);
-  const row = await files.server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: files.world.org.id, name: 'canvas_art' } });
+  const row = await files.server.app.prisma.customEmoji.findFirstOrThrow({
+    where: { organizationId: files.world.org.id, name: 'canvas_art' },
+  });
   expect(row).toMatchObject({ authorId: files.world.users.member.id, deactivated: false });
   await context.close();
 });

@@ -4,7 +4,16 @@
 import type { Page } from 'playwright-core';
 import { expect, test } from 'vitest';
 import { browserWithWorld } from '../support/browser.js';
-import { execute, HEADERS_EDITOR, OPERATION_EDITOR, openEditorTool, openGraphiQL, replaceEditorText, shownResult, VARIABLES_EDITOR } from '../support/graphiql.js';
+import {
+  execute,
+  HEADERS_EDITOR,
+  OPERATION_EDITOR,
+  openEditorTool,
+  openGraphiQL,
+  replaceEditorText,
+  shownResult,
+  VARIABLES_EDITOR,
+} from '../support/graphiql.js';
 import { postFiles } from '../support/uploads.js';
 
 const files = browserWithWorld();
@@ -18,7 +27,9 @@ interface WholeList {
   data: { attachments: { attachments: { name: string }[] } };
 }
 interface ShownPage {
-  data: { me: { attachmentPage: { nodes: { name: string }[]; pageInfo: { endCursor: string | null; hasNextPage: boolean }; totalCount: number } } };
+  data: {
+    me: { attachmentPage: { nodes: { name: string }[]; pageInfo: { endCursor: string | null; hasNextPage: boolean }; totalCount: number } };
+  };
 }
 
 /**
@@ -59,7 +70,9 @@ test('GraphiQL pages through attachmentPage with the after variable until hasNex
     pages.push(shown.data.me.attachmentPage);
   }
 
-  expect(pages.map((p) => ({ names: p.nodes.map((file) => file.name), hasNextPage: p.pageInfo.hasNextPage, totalCount: p.totalCount }))).toEqual([
+  expect(
+    pages.map((p) => ({ names: p.nodes.map((file) => file.name), hasNextPage: p.pageInfo.hasNextPage, totalCount: p.totalCount })),
+  ).toEqual([
     { names: ['plan.pdf', 'draft.txt'], hasNextPage: true, totalCount: 5 },
     { names: ['minutes-1.txt', 'minutes-2.txt'], hasNextPage: true, totalCount: 5 },
     { names: ['minutes-3.txt'], hasNextPage: false, totalCount: 5 },

@@ -4,7 +4,15 @@
 // emoji deactivated by someone else while it runs appears in its response pane.
 import { expect, test } from 'vitest';
 import { browserWithWorld } from '../support/browser.js';
-import { execute, HEADERS_EDITOR, OPERATION_EDITOR, openGraphiQL, replaceEditorText, responsePaneJson, shownResult } from '../support/graphiql.js';
+import {
+  execute,
+  HEADERS_EDITOR,
+  OPERATION_EDITOR,
+  openGraphiQL,
+  replaceEditorText,
+  responsePaneJson,
+  shownResult,
+} from '../support/graphiql.js';
 import { callApi } from '../support/rest.js';
 
 const files = browserWithWorld();

@@ -2,7 +2,14 @@
 // query run from its editors with the Authorization header answers `me`.
 import { expect, test } from 'vitest';
 import { browserWithWorld } from '../support/browser.js';
-import { execute, HEADERS_EDITOR, OPERATION_EDITOR, openGraphiQL as openGraphiQLOn, replaceEditorText, shownResult } from '../support/graphiql.js';
+import {
+  execute,
+  HEADERS_EDITOR,
+  OPERATION_EDITOR,
+  openGraphiQL as openGraphiQLOn,
+  replaceEditorText,
+  shownResult,
+} from '../support/graphiql.js';
 
 const files = browserWithWorld();
 
@@ -13,7 +20,8 @@ const leavesThisMachine = (url: string) => {
   return !['blob:', 'data:'].includes(protocol) && !LOCAL_HOSTS.includes(hostname);
 };
 
-const openGraphiQL = (promptAnswer?: { username: string; password: string }) => openGraphiQLOn(files.browser, files.server.url, promptAnswer);
+const openGraphiQL = (promptAnswer?: { username: string; password: string }) =>
+  openGraphiQLOn(files.browser, files.server.url, promptAnswer);
 
 test('GraphiQL renders from this server alone and runs { me } with the Authorization header typed into its Headers tab', async () => {
   const { page, requests } = await openGraphiQL();

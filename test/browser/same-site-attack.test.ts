@@ -63,7 +63,9 @@ form.submit();
 /** Opens the attacker's page and waits for the answer to the form it posts. */
 async function suffer(page: Page): Promise<number> {
   attackerPages.set('/login-csrf.html', loginCsrfPage());
-  const answered = page.waitForResponse((response) => response.url() === `${files.server.url}/accounts/login/` && response.request().method() === 'POST');
+  const answered = page.waitForResponse(
+    (response) => response.url() === `${files.server.url}/accounts/login/` && response.request().method() === 'POST',
+  );
   await page.goto(`${attackerUrl}/login-csrf.html`);
   return (await answered).status();
 }
@@ -84,7 +86,9 @@ test('a page on another port posts the sign-in form with planted cookies: the si
   const page = await context.newPage();
   const before = await attackerSessions();
   expect(await suffer(page)).toBe(403);
-  expect(await page.locator('#error').textContent()).toContain(`Origin checking failed - ${attackerUrl} does not match any trusted origins.`);
+  expect(await page.locator('#error').textContent()).toContain(
+    `Origin checking failed - ${attackerUrl} does not match any trusted origins.`,
+  );
   expect(await signedInAs(page)).toBeNull();
   expect(await attackerSessions()).toBe(before);
   await context.close();
@@ -121,13 +125,17 @@ async function ownerContext(): Promise<BrowserContext> {
 
 const DEACTIVATE = 'mutation { deactivateCustomEmoji(emojiName: "lighthouse") { __typename } }';
 const emojiDeactivated = async () =>
-  (await files.server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: files.world.org.id, name: 'lighthouse' } })).deactivated;
+  (await files.server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: files.world.org.id, name: 'lighthouse' } }))
+    .deactivated;
 
 test("another port's page cannot frame GraphiQL", async () => {
   const context = await ownerContext();
   const page = await context.newPage();
-  attackerPages.set('/frame.html', `<!DOCTYPE html><iframe id="victim" src="${files.server.url}/graphql?query=${encodeURIComponent(DEACTIVATE)}"
-    onload="document.title = 'frame loaded'"></iframe>`);
+  attackerPages.set(
+    '/frame.html',
+    `<!DOCTYPE html><iframe id="victim" src="${files.server.url}/graphql?query=${encodeURIComponent(DEACTIVATE)}"
+    onload="document.title = 'frame loaded'"></iframe>`,
+  );
   await page.goto(`${attackerUrl}/frame.html`);
   await page.waitForFunction(() => document.title === 'frame loaded');
   const framed = page.frames().find((frame) => frame !== page.mainFrame())!;
@@ -137,7 +145,7 @@ test("another port's page cannot frame GraphiQL", async () => {
   await context.close();
 }, 90_000);
 
-test('a document in GraphiQL\'s URL fills the editor and runs only when clicked', async () => {
+test("a document in GraphiQL's URL fills the editor and runs only when clicked", async () => {
   const context = await ownerContext();
   const page = await context.newPage();
   const mutations: Request[] = [];
@@ -146,7 +154,9 @@ test('a document in GraphiQL\'s URL fills the editor and runs only when clicked'
   });
   await page.goto(`${files.server.url}/graphql?query=${encodeURIComponent(DEACTIVATE)}`);
   await expect
-    .poll(async () => (await page.locator(`${OPERATION_EDITOR} .monaco-editor .view-lines`).innerText()).replace(/\u00a0/g, ' '), { timeout: 30_000 })
+    .poll(async () => (await page.locator(`${OPERATION_EDITOR} .monaco-editor .view-lines`).innerText()).replace(/\u00a0/g, ' '), {
+      timeout: 30_000,
+    })
     .toContain('deactivateCustomEmoji');
   await expect.poll(() => page.locator('#signed-in-as').textContent(), { timeout: 20_000 }).toContain(files.world.users.owner.email);
   expect(await emojiDeactivated()).toBe(false);

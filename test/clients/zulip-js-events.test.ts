@@ -38,8 +38,15 @@ describe('zulip-js events', () => {
 
     const retrieved = await client.events.retrieve({ queue_id: queueId, last_event_id: -1, dont_block: true });
     expect(lastZulipStatus()).toBe(200);
-    expect(retrieved).toEqual({ result: 'success', msg: '', events: [{ type: 'realm_emoji', op: 'update', realm_emoji: expect.any(Object), id: expect.any(Number) }] });
-    expect(retrieved.events[0].realm_emoji[String(await world.emojiId('green_tick'))]).toMatchObject({ name: 'green_tick', deactivated: true });
+    expect(retrieved).toEqual({
+      result: 'success',
+      msg: '',
+      events: [{ type: 'realm_emoji', op: 'update', realm_emoji: expect.any(Object), id: expect.any(Number) }],
+    });
+    expect(retrieved.events[0].realm_emoji[String(await world.emojiId('green_tick'))]).toMatchObject({
+      name: 'green_tick',
+      deactivated: true,
+    });
 
     expect(await client.queues.deregister({ queue_id: queueId })).toEqual({ result: 'success', msg: '' });
     const gone = await client.events.retrieve({ queue_id: queueId, last_event_id: retrieved.events[0].id });
@@ -55,15 +62,21 @@ describe('zulip-js events', () => {
     let allArrived: () => void;
     const arrived = new Promise<void>((resolve) => (allArrived = resolve));
     const queuesBefore = await server.app.prisma.eventQueue.count({ where: { userId: world.users.member.id } });
-    void client.callOnEachEvent((event) => {
-      received.push(event);
-      if (wanted.every((type) => received.some((e) => e.type === type))) allArrived();
-    }, ['invites_changed', 'realm_emoji', 'attachment']); // heartbeats come whatever the filter
+    void client.callOnEachEvent(
+      (event) => {
+        received.push(event);
+        if (wanted.every((type) => received.some((e) => e.type === type))) allArrived();
+      },
+      ['invites_changed', 'realm_emoji', 'attachment'],
+    ); // heartbeats come whatever the filter
 
     // The loop has registered once its queue exists.
-    while ((await server.app.prisma.eventQueue.count({ where: { userId: world.users.member.id } })) === queuesBefore) await new Promise((r) => setTimeout(r, 20));
+    while ((await server.app.prisma.eventQueue.count({ where: { userId: world.users.member.id } })) === queuesBefore)
+      await new Promise((r) => setTimeout(r, 20));
 
-    expect((await postInvites(server.url, world.users.member.auth, { invitee_emails: 'zed@example.net', stream_ids: '[]' })).status).toBe(200);
+    expect((await postInvites(server.url, world.users.member.auth, { invitee_emails: 'zed@example.net', stream_ids: '[]' })).status).toBe(
+      200,
+    );
     expect((await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth })).status).toBe(200);
     // Uploaded as zulip-js uploads (its form-data library replaces the global FormData in this file).
     const path = join(await mkdtemp(join(tmpdir(), 'zulip-js-events-')), 'a.txt');
@@ -75,7 +88,8 @@ describe('zulip-js events', () => {
     const ids = received.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
-    for (const type of ['invites_changed', 'realm_emoji', 'attachment']) expect([type, received.filter((e) => e.type === type).length]).toEqual([type, 1]);
+    for (const type of ['invites_changed', 'realm_emoji', 'attachment'])
+      expect([type, received.filter((e) => e.type === type).length]).toEqual([type, 1]);
     expect(received.find((e) => e.type === 'attachment')).toMatchObject({ op: 'add', attachment: { name: 'a.txt', size: 1 } });
   });
 });

@@ -18,7 +18,8 @@ afterAll(() => server.close());
 const clientFor = (who: WorldUserName) => zulipClientFor(server.url, world, who);
 
 const emojiActive = async (name: string) =>
-  (await server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: world.org.id, name }, orderBy: { id: 'asc' } })).deactivated === false;
+  (await server.app.prisma.customEmoji.findFirstOrThrow({ where: { organizationId: world.org.id, name }, orderBy: { id: 'asc' } }))
+    .deactivated === false;
 
 describe('zulip-js', () => {
   test('server.settings() reads the feature level', async () => {
@@ -30,7 +31,14 @@ describe('zulip-js', () => {
   test('users.me.getProfile() identifies the caller', async () => {
     const client = await clientFor('member');
     const profile = await client.users.me.getProfile();
-    expect(profile).toMatchObject({ result: 'success', msg: '', user_id: world.users.member.id, email: 'mark@lighthouse.example', role: 400, is_admin: false });
+    expect(profile).toMatchObject({
+      result: 'success',
+      msg: '',
+      user_id: world.users.member.id,
+      email: 'mark@lighthouse.example',
+      role: 400,
+      is_admin: false,
+    });
   });
 
   test('callEndpoint DELETE /realm/emoji/<name>: refused for a non-author, done by the author, then 404', async () => {

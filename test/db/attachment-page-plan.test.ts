@@ -68,12 +68,18 @@ test.each([
   const answer = await gql(server.url, Page, variables, world.users.member.auth);
   expect(answer.data?.me.attachmentPage.nodes).toHaveLength(50);
   expect(pages).toHaveLength(1);
-  const [{ 'QUERY PLAN': [explained] }] = (await server.app.sql.rows<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+  const [
+    {
+      'QUERY PLAN': [explained],
+    },
+  ] = (await server.app.sql.rows<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
     `EXPLAIN (ANALYZE, FORMAT JSON) ${pages[0]!.text}`,
     pages[0]!.values,
   )) as [{ 'QUERY PLAN': [{ Plan: PlanNode }] }];
   const reads = nodesOf(explained.Plan).filter((node) => node['Relation Name'] === 'attachment');
-  expect(reads.map((node) => [node['Node Type'], node['Index Name']])).toEqual([['Index Scan', 'attachment_ownerId_organizationId_id_idx']]);
+  expect(reads.map((node) => [node['Node Type'], node['Index Name']])).toEqual([
+    ['Index Scan', 'attachment_ownerId_organizationId_id_idx'],
+  ]);
   // The page and the one row that tells whether there is another.
   expect(reads[0]!['Actual Rows']).toBe(51);
   expect(reads[0]!['Rows Removed by Filter'] ?? 0).toBe(0);

@@ -12,7 +12,10 @@ import { dropDatabase, withDatabase } from '../support/postgres-databases.js';
 
 async function migrationNames(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
-  return entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 test('two processes starting at once against one PostgreSQL migrate it once; opening again applies nothing', async () => {

@@ -135,15 +135,18 @@ const OUTAGES: (Case & { kind: 'lost' | 'unavailable' })[] = [
   { name: 'PostgreSQL 57P01 (backend terminated)', kind: 'lost', make: terminatedBackendError },
   { name: 'PostgreSQL 08006 (connection failure)', kind: 'lost', make: async () => shaped('connection failure', { code: '08006' }) },
   {
-    name: 'PostgreSQL 53300 (too many connections)', kind: 'unavailable',
+    name: 'PostgreSQL 53300 (too many connections)',
+    kind: 'unavailable',
     make: async () => shaped('sorry, too many clients already', { code: '53300' }),
   },
   {
-    name: 'PostgreSQL 28P01 (password rotated)', kind: 'unavailable',
+    name: 'PostgreSQL 28P01 (password rotated)',
+    kind: 'unavailable',
     make: async () => shaped('password authentication failed', { code: '28P01' }),
   },
   {
-    name: 'Prisma P1001 (cannot reach the server)', kind: 'unavailable',
+    name: 'Prisma P1001 (cannot reach the server)',
+    kind: 'unavailable',
     make: async () => shaped("Can't reach database server", { code: 'P1001' }),
   },
   {

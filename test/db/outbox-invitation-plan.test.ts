@@ -47,10 +47,13 @@ test("an invitation list's emailDelivery reads the invitations' e-mails from the
   const body = (await response.json()) as { data: { invitations: { emailDelivery: { status: string } }[] } };
   expect(body.data.invitations.map((i) => i.emailDelivery.status)).toEqual(['PENDING', 'PENDING']);
   expect(reads).toHaveLength(1);
-  const [{ 'QUERY PLAN': [explained] }] = (await server.app.sql.rows<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    `EXPLAIN (FORMAT JSON) ${reads[0]!.text}`,
-    reads[0]!.values,
-  )) as [{ 'QUERY PLAN': [{ Plan: PlanNode }] }];
+  const [
+    {
+      'QUERY PLAN': [explained],
+    },
+  ] = (await server.app.sql.rows<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${reads[0]!.text}`, reads[0]!.values)) as [
+    { 'QUERY PLAN': [{ Plan: PlanNode }] },
+  ];
   const nodes = nodesOf(explained.Plan);
   expect(nodes.filter((node) => node['Relation Name'] === 'outbox_email').map((node) => node['Node Type'])).not.toContain('Seq Scan');
   expect(nodes.map((node) => node['Index Name'])).toContain('outbox_email_invitationId_idx');

@@ -28,7 +28,13 @@ test('arrays with NULL, NaN or infinities, and other types, are parsed by the dr
             ARRAY[9007199254740993]::int8[] AS bigs, ARRAY['a,b', 'N']::text[] AS texts, 7::int4 AS scalar`,
     [],
   );
-  expect(row).toEqual({ withNull: [1, null], specials: [NaN, Infinity, -Infinity], bigs: ['9007199254740993'], texts: ['a,b', 'N'], scalar: 7 });
+  expect(row).toEqual({
+    withNull: [1, null],
+    specials: [NaN, Infinity, -Infinity],
+    bigs: ['9007199254740993'],
+    texts: ['a,b', 'N'],
+    scalar: 7,
+  });
 });
 
 test('whole numbers digit by digit, long ones and nested arrays as the driver reads them', async () => {
@@ -40,6 +46,9 @@ test('whole numbers digit by digit, long ones and nested arrays as the driver re
   expect(row).toEqual({
     floats: [0, 123456789012345, -123456789012345, 1234567890123456, 9007199254740991, -7],
     limits: [2147483647, -2147483648],
-    nested: [[1, 2], [3, 4]],
+    nested: [
+      [1, 2],
+      [3, 4],
+    ],
   });
 });

@@ -48,10 +48,11 @@ async function connectionsTo(database: string): Promise<{ ssl: boolean; listenin
 }
 
 /** The one-line start-up error openDatabase gives for these URLs. */
-const refusal = (databaseUrl: string) => openDatabase({ databaseUrl }).then(
-  (database) => database.close().then(() => 'opened'),
-  (error: unknown) => (error instanceof StartupError ? error.message : `not a StartupError: ${String(error)}`),
-);
+const refusal = (databaseUrl: string) =>
+  openDatabase({ databaseUrl }).then(
+    (database) => database.close().then(() => 'opened'),
+    (error: unknown) => (error instanceof StartupError ? error.message : `not a StartupError: ${String(error)}`),
+  );
 
 describe.skipIf(!TLS_URL)('TLS (runs when TEST_TLS_DATABASE_URL is set, as in .ci/run)', () => {
   let server: RunningServer;
@@ -90,10 +91,12 @@ describe.skipIf(!TLS_URL)('TLS (runs when TEST_TLS_DATABASE_URL is set, as in .c
   });
 
   test("verify-ca refuses a certificate that another CA signed (sslrootcert names a CA of this test's own), in one line", async () => {
-    const otherCa = await makeCertificates('another CA, not the database server\'s');
+    const otherCa = await makeCertificates("another CA, not the database server's");
     try {
       const refused = await refusal(await tlsUrl({ sslmode: 'verify-ca', sslrootcert: otherCa.caFile }, '127.0.0.1'));
-      expect(refused).toMatch(/^Cannot use PostgreSQL at 127\.0\.0\.1:\d+\/.+: (self-signed certificate|unable to verify the first certificate|unable to get local issuer certificate)$/);
+      expect(refused).toMatch(
+        /^Cannot use PostgreSQL at 127\.0\.0\.1:\d+\/.+: (self-signed certificate|unable to verify the first certificate|unable to get local issuer certificate)$/,
+      );
     } finally {
       await otherCa.remove();
     }

@@ -23,15 +23,23 @@ const basic = (email: string, apiKey: string) => `Basic ${Buffer.from(`${email}:
 /** Reads what a newcomer would copy from the banner, and uses each piece the way the banner says. */
 async function checkPrintedCredentials(output: string) {
   const baseUrl = /Server listening on (http:\/\/\S+)/.exec(output)![1]!;
-  expect(output).toContain(`  Sign in:   ${baseUrl}/accounts/login/?next=%2Fgraphql   (then GraphiQL runs as you)\n  GraphiQL:  ${baseUrl}/graphql\n  REST base: ${baseUrl}/api/v1\n`);
+  expect(output).toContain(
+    `  Sign in:   ${baseUrl}/accounts/login/?next=%2Fgraphql   (then GraphiQL runs as you)\n  GraphiQL:  ${baseUrl}/graphql\n  REST base: ${baseUrl}/api/v1\n`,
+  );
   const [, ownerEmail, ownerKey] = /Owner: +(\S+) +API key: (\S+)/.exec(output)!;
   const [, memberEmail, memberKey] = /Member: +(\S+) +API key: (\S+)/.exec(output)!;
   expect(ownerEmail).toBe('iris@harborlights.example');
   expect(memberEmail).toBe('sam@harborlights.example');
   // The printed passwords sign in: fetch_api_key gives back the printed keys.
-  for (const [who, email, key] of [['Owner', ownerEmail, ownerKey], ['Member', memberEmail, memberKey]]) {
+  for (const [who, email, key] of [
+    ['Owner', ownerEmail, ownerKey],
+    ['Member', memberEmail, memberKey],
+  ]) {
     const password = new RegExp(`${who}: +\\S+ +API key: \\S+ +password: (\\S+)`).exec(output)![1]!;
-    const fetched = await fetch(`${baseUrl}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: email!, password }) });
+    const fetched = await fetch(`${baseUrl}/api/v1/fetch_api_key`, {
+      method: 'POST',
+      body: new URLSearchParams({ username: email!, password }),
+    });
     expect(await fetched.json()).toMatchObject({ result: 'success', api_key: key, email });
   }
 
@@ -46,12 +54,18 @@ async function checkPrintedCredentials(output: string) {
     body: JSON.stringify({ query: '{ me { email role } }' }),
   });
   expect(await viaSession.json()).toEqual({ data: { me: { email: ownerEmail, role: 'OWNER' } } });
-  expect(await me(baseUrl, basic(ownerEmail!, ownerKey!))).toEqual({ status: 200, body: { data: { me: { email: ownerEmail, role: 'OWNER' } } } });
+  expect(await me(baseUrl, basic(ownerEmail!, ownerKey!))).toEqual({
+    status: 200,
+    body: { data: { me: { email: ownerEmail, role: 'OWNER' } } },
+  });
 
   const [, curlUser, curlUrl] = /curl -u (\S+) (\S+)/.exec(output)!;
   expect(curlUser).toBe(`${memberEmail}:${memberKey}`);
   expect(curlUrl).toBe(`${baseUrl}/api/v1/attachments`);
-  expect(await me(baseUrl, basic(memberEmail!, memberKey!))).toEqual({ status: 200, body: { data: { me: { email: memberEmail, role: 'MEMBER' } } } });
+  expect(await me(baseUrl, basic(memberEmail!, memberKey!))).toEqual({
+    status: 200,
+    body: { data: { me: { email: memberEmail, role: 'MEMBER' } } },
+  });
   const rest = await fetch(curlUrl!, { headers: { authorization: `Basic ${Buffer.from(curlUser!).toString('base64')}` } });
   const refused = await fetch(curlUrl!, { headers: { authorization: basic(memberEmail!, ownerKey!) } });
   expect(refused.status).toBe(401);
@@ -59,7 +73,11 @@ async function checkPrintedCredentials(output: string) {
   const body = await rest.json();
   expect(body.upload_space_used).toBe(82_874_063);
   const sams = body.attachments.map((a: { name: string; message_ids: number[] }) => [a.name, a.message_ids.length]);
-  expect(sams.sort()).toEqual([['homepage-mockup.png', 2], ['lighthouse-logo.svg', 2], ['release-notes.txt', 1]]);
+  expect(sams.sort()).toEqual([
+    ['homepage-mockup.png', 2],
+    ['lighthouse-logo.svg', 2],
+    ['release-notes.txt', 1],
+  ]);
 }
 
 /** What the two runs left in the database: one demo organization with every role and realistic content. */
@@ -70,7 +88,10 @@ async function checkDatabase(options: DatabaseOptions) {
     const orgs = await prisma.organization.findMany({ select: { id: true, stringId: true, name: true } });
     expect(orgs).toEqual([{ id: orgs[0]!.id, stringId: 'demo', name: 'Harbor Lights Studio' }]);
     const where = { organizationId: orgs[0]!.id };
-    const roles = await prisma.user.findMany({ where: { ...where, systemBot: null, isBot: false, isActive: true }, select: { role: true } });
+    const roles = await prisma.user.findMany({
+      where: { ...where, systemBot: null, isBot: false, isActive: true },
+      select: { role: true },
+    });
     expect([...new Set(roles.map((u) => u.role))].sort()).toEqual([100, 200, 300, 400, 600]);
     expect(await prisma.channel.count({ where })).toBeGreaterThanOrEqual(5);
     expect(await prisma.userGroup.count({ where: { ...where, isSystemGroup: false, name: { not: null } } })).toBeGreaterThanOrEqual(3);

@@ -14,9 +14,7 @@ function markdownFiles(directory: string): string[] {
 
 /** The text outside fenced code blocks and inline code spans, where links and headings are. */
 function prose(markdown: string): string {
-  return markdown
-    .replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
-    .replace(/`[^`\n]*`/g, '');
+  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/`[^`\n]*`/g, '');
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */

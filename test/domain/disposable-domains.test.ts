@@ -26,7 +26,13 @@ describe('disposable domains', () => {
 
   test('an unsorted list is sorted first; escapes and an unclosed entry are refused', () => {
     const list = new DomainList('["c.example", "a.example", "b.example"]');
-    expect(['a.example', 'b.example', 'c.example', 'd.example', 'a'].map((domain) => list.has(domain))).toEqual([true, true, true, false, false]);
+    expect(['a.example', 'b.example', 'c.example', 'd.example', 'a'].map((domain) => list.has(domain))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
     expect(new DomainList('[]').has('a.example')).toBe(false);
     expect(() => new DomainList('["a\\u0041.example"]')).toThrow('escaped');
     expect(() => new DomainList('["a.example", "b.exa')).toThrow('ends inside an entry');

@@ -85,7 +85,9 @@ describe('the gate', () => {
     const second = job(2);
     const heavy = job(3, 6); // Django's 100 MiB: more than both slots, so both
     const fourth = job(4);
-    await expect(job(5)).rejects.toSatisfy((error) => error instanceof DomainError && error.status === 429 && error.code === "RATE_LIMIT_HIT");
+    await expect(job(5)).rejects.toSatisfy(
+      (error) => error instanceof DomainError && error.status === 429 && error.code === 'RATE_LIMIT_HIT',
+    );
     expect(started).toEqual([1, 2]);
     expect(gate.queued).toBe(2);
     releases[0]!();

@@ -26,7 +26,11 @@ afterAll(async () => {
 });
 
 test('EMAIL_WORKER is on unless set to off; anything else stops the start with the variable named', () => {
-  expect([loadConfig({}).emailWorker, loadConfig({ EMAIL_WORKER: 'on' }).emailWorker, loadConfig({ EMAIL_WORKER: 'off' }).emailWorker]).toEqual([true, true, false]);
+  expect([
+    loadConfig({}).emailWorker,
+    loadConfig({ EMAIL_WORKER: 'on' }).emailWorker,
+    loadConfig({ EMAIL_WORKER: 'off' }).emailWorker,
+  ]).toEqual([true, true, false]);
   for (const value of ['0', 'false', 'OFF', 'no']) expect(() => loadConfig({ EMAIL_WORKER: value }), value).toThrow(StartupError);
   expect(() => loadConfig({ EMAIL_WORKER: 'no' })).toThrow(/EMAIL_WORKER must be on or off/);
 });

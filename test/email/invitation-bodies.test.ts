@@ -28,7 +28,11 @@ afterAll(async () => {
 
 /** Each queued e-mail beside what renderInvitationEmail gives for its invitation. */
 async function queuedAndRendered() {
-  const emails = await server.app.prisma.outboxEmail.findMany({ where: { organizationId: world.org.id }, orderBy: { id: 'asc' }, include: { invitation: true } });
+  const emails = await server.app.prisma.outboxEmail.findMany({
+    where: { organizationId: world.org.id },
+    orderBy: { id: 'asc' },
+    include: { invitation: true },
+  });
   return emails.map(({ invitation, toAddress, subject, textBody, htmlBody }) => ({
     queued: { toAddress, subject, text: textBody, html: htmlBody },
     rendered: {
@@ -49,7 +53,11 @@ describe('invitation e-mails written by the database', () => {
     const addresses = ['first@elsewhere.example', 'Second.Person@elsewhere.example', 'third@elsewhere.example'];
     const sent = await postInvites(server.url, world.users.admin.auth, { invitee_emails: addresses.join(','), stream_ids: '[]' });
     expect(sent.status).toBe(200);
-    const never = await postInvites(server.url, world.users.admin.auth, { invitee_emails: 'never@elsewhere.example', stream_ids: '[]', invite_expires_in_minutes: 'null' });
+    const never = await postInvites(server.url, world.users.admin.auth, {
+      invitee_emails: 'never@elsewhere.example',
+      stream_ids: '[]',
+      invite_expires_in_minutes: 'null',
+    });
     expect(never.status).toBe(200);
     const first = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: addresses[0] } });
     const resend = await callApi(server.url, 'POST', `/invites/${first.id}/resend`, { authorization: world.users.admin.auth });

@@ -63,7 +63,11 @@ test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped 
     const world = await createWorld(server.app.prisma);
     await server.app.prisma.organization.update({ where: { id: world.org.id }, data: { name: 'Lighthouse <Co> & "Friends"' } });
     const invitee = uniqueEmail('sam');
-    const invitation = await createInvitation(server, world, { email: invitee, referrer: 'owner', expiresAt: new Date('2099-03-04T05:06:00Z') });
+    const invitation = await createInvitation(server, world, {
+      email: invitee,
+      referrer: 'owner',
+      expiresAt: new Date('2099-03-04T05:06:00Z'),
+    });
 
     const [mail] = await eventually(() => mailTo(invitee).length > 0 && mailTo(invitee), 'the invitation e-mail');
     const link = `${server.url}/accounts/do_confirm/${invitation.confirmationKey}`;
@@ -75,7 +79,9 @@ test('an invitation e-mail travels over SMTP: subject, addresses, link, escaped 
         `To accept the invitation and create your account, open this link:\n${link}\n\n` +
         'This invitation expires on 4 March 2099, 05:06 UTC.\n',
     );
-    expect(mail!.html).toContain('wants you to join them on Zulip, in the organization <strong>Lighthouse &lt;Co&gt; &amp; &quot;Friends&quot;</strong>');
+    expect(mail!.html).toContain(
+      'wants you to join them on Zulip, in the organization <strong>Lighthouse &lt;Co&gt; &amp; &quot;Friends&quot;</strong>',
+    );
     expect(mail!.html).toContain(`<a href="${link}">`);
     expect(mail!.html).not.toContain('<Co>');
     expect(mailTo(invitee)).toHaveLength(1);
@@ -114,7 +120,11 @@ test('without SMTP_URL the e-mail is written as an .eml file under DATA_DIR/outb
     expect(mail.text).toContain('This invitation does not expire.');
     await eventually(async () => (await outboxRow(server, invitation.id)).status === 'SENT', 'the row to be marked sent');
     expect(log).toHaveBeenCalledWith(
-      { emailId: expect.any(Number), file: join(dataDir, 'outbox', files[0]!), links: [`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`] },
+      {
+        emailId: expect.any(Number),
+        file: join(dataDir, 'outbox', files[0]!),
+        links: [`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`],
+      },
       'e-mail written to a file',
     );
   } finally {
@@ -150,7 +160,19 @@ test('a refused delivery is retried; after maxAttempts refusals the e-mail is FA
     // Administrators see how delivery went; the referrer, a member here, does not.
     const failingByMember = await createInvitation(server, world, { email: uniqueEmail('seen'), referrer: 'member', queueEmail: false });
     await server.app.prisma.outboxEmail.create({
-      data: { organizationId: world.org.id, invitationId: failingByMember.id, kind: 'invitation', toAddress: failingByMember.email, subject: 's', textBody: 't', htmlBody: 'h', status: 'FAILED', attempts: 6, lastError: '550 no such user', nextAttemptAt: new Date(8.64e15) },
+      data: {
+        organizationId: world.org.id,
+        invitationId: failingByMember.id,
+        kind: 'invitation',
+        toAddress: failingByMember.email,
+        subject: 's',
+        textBody: 't',
+        htmlBody: 'h',
+        status: 'FAILED',
+        attempts: 6,
+        lastError: '550 no such user',
+        nextAttemptAt: new Date(8.64e15),
+      },
     });
     const deliveries = async (who: 'admin' | 'member') =>
       (await gql(server.url, Deliveries, {}, world.users[who].auth)).data!.invitations.map((i) => [i.email, i.emailDelivery]);
@@ -186,7 +208,9 @@ test('two workers on one database deliver every e-mail exactly once', async () =
     otherWorker.start();
     server.outbox!.wake();
     await eventually(async () => {
-      const sent = await server.app.prisma.outboxEmail.count({ where: { invitationId: { in: invitations.map((i) => i.id) }, status: 'SENT' } });
+      const sent = await server.app.prisma.outboxEmail.count({
+        where: { invitationId: { in: invitations.map((i) => i.id) }, status: 'SENT' },
+      });
       return sent === invitations.length;
     }, 'every row to be sent');
     for (const invitation of invitations) expect(mailTo(invitation.email)).toHaveLength(1);
@@ -206,17 +230,28 @@ test('two workers on one database deliver every e-mail exactly once', async () =
 test('mail claimed by a process that died is claimed again once the lease ends (under a minute), and sent once', async () => {
   const server = await startServerWithOutbox({ smtpUrl: receiver.url }, { outbox: false });
   const dead = await openDatabase({ databaseUrl: await testDatabaseUrl() });
-  const neverAnswers: MailTransport = { description: 'a process about to die', close: () => {}, deliver: () => new Promise<void>(() => {}) };
+  const neverAnswers: MailTransport = {
+    description: 'a process about to die',
+    close: () => {},
+    deliver: () => new Promise<void>(() => {}),
+  };
   const delivered: string[] = [];
   const survivor = new OutboxWorker(server.app.prisma, recording(createMailTransport(server.app.config), delivered));
   try {
     const world = await createWorld(server.app.prisma);
-    const invitations = await createInvitations(server, world, Array.from({ length: 3 }, (_, i) => ({ email: uniqueEmail(`orphan-${i}`) })));
+    const invitations = await createInvitations(
+      server,
+      world,
+      Array.from({ length: 3 }, (_, i) => ({ email: uniqueEmail(`orphan-${i}`) })),
+    );
     const ids = invitations.map((i) => i.id);
     // The first process claims the mail and dies mid-delivery.
     const dying = new OutboxWorker(dead.prisma, neverAnswers);
     void dying.deliverDue();
-    await eventually(async () => (await server.app.prisma.outboxEmail.count({ where: { invitationId: { in: ids }, attempts: 1 } })) === 3, 'the claim');
+    await eventually(
+      async () => (await server.app.prisma.outboxEmail.count({ where: { invitationId: { in: ids }, attempts: 1 } })) === 3,
+      'the claim',
+    );
     await dead.close().catch(() => {});
     expect(DEFAULT_OUTBOX_OPTIONS.leaseMs).toBeLessThan(60_000);
     // While the lease runs nobody else takes the mail; once it has ended, any worker does.

@@ -45,20 +45,39 @@ async function invite(serverUrl: string, world: World, emails: string[]): Promis
 }
 
 const outboxRows = (prisma: DatabaseClient, world: World) =>
-  prisma.outboxEmail.findMany({ where: { organizationId: world.org.id }, select: { toAddress: true, status: true, attempts: true, nextAttemptAt: true, lastError: true } });
+  prisma.outboxEmail.findMany({
+    where: { organizationId: world.org.id },
+    select: { toAddress: true, status: true, attempts: true, nextAttemptAt: true, lastError: true },
+  });
 
 test("a batch holds each organization's first due e-mail, then each one's second; the next batch starts after the organization served last", async () => {
   const server = await startServerWithOutbox({ smtpUrl: slow.url }, { outbox: false });
   const delivered: string[] = [];
   const transport = createMailTransport(server.app.config);
-  const recording: MailTransport = { ...transport, close: () => transport.close(), deliver: (email) => transport.deliver(email).then(() => void delivered.push(email.to)) };
+  const recording: MailTransport = {
+    ...transport,
+    close: () => transport.close(),
+    deliver: (email) => transport.deliver(email).then(() => void delivered.push(email.to)),
+  };
   // Batches of 4 however long deliveries take.
   const worker = new OutboxWorker(server.app.prisma, recording, { batchSize: 4, batchDeliveryMs: Infinity });
   try {
-    const [a, b, c] = [await unlimitedWorld(server.app.prisma), await unlimitedWorld(server.app.prisma), await unlimitedWorld(server.app.prisma)];
+    const [a, b, c] = [
+      await unlimitedWorld(server.app.prisma),
+      await unlimitedWorld(server.app.prisma),
+      await unlimitedWorld(server.app.prisma),
+    ];
     const queued = { a: addresses('a', 3), b: addresses('b', 1), c: addresses('c', 2) };
-    for (const [world, emails] of [[a, queued.a], [b, queued.b], [c, queued.c]] as const) {
-      await createInvitations(server, world, emails.map((email) => ({ email })));
+    for (const [world, emails] of [
+      [a, queued.a],
+      [b, queued.b],
+      [c, queued.c],
+    ] as const) {
+      await createInvitations(
+        server,
+        world,
+        emails.map((email) => ({ email })),
+      );
     }
     const [a1, a2, a3] = queued.a;
     const [c1, c2] = queued.c;
@@ -113,7 +132,13 @@ test('SIGTERM with a backlog: the e-mail in flight completes, the rest stays que
   const databaseUrl = await testDatabaseUrl();
   const database = await openDatabase({ databaseUrl });
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-turns-'));
-  const env = { ...(await testDatabaseEnvironment()), DATA_DIR: dataDir, SMTP_URL: slow.url, EMAIL_FROM: 'Zulip <noreply@teamchat.test>', LOG_LEVEL: 'warn' };
+  const env = {
+    ...(await testDatabaseEnvironment()),
+    DATA_DIR: dataDir,
+    SMTP_URL: slow.url,
+    EMAIL_FROM: 'Zulip <noreply@teamchat.test>',
+    LOG_LEVEL: 'warn',
+  };
   try {
     const world = await unlimitedWorld(database.prisma);
     const backlog = addresses('backlog', 120);
@@ -132,7 +157,12 @@ test('SIGTERM with a backlog: the e-mail in flight completes, the rest stays que
     const delivered = receivedOf(backlog);
     expect(delivered).toHaveLength(beforeSignal + 1);
     const rows = await outboxRows(database.prisma, world);
-    expect(rows.filter((row) => row.status === 'SENT').map((row) => row.toAddress).sort()).toEqual([...delivered].sort());
+    expect(
+      rows
+        .filter((row) => row.status === 'SENT')
+        .map((row) => row.toAddress)
+        .sort(),
+    ).toEqual([...delivered].sort());
     // Released, not left to the lease: never attempted, due now.
     const queued = rows.filter((row) => row.status === 'PENDING');
     expect(queued).toHaveLength(backlog.length - delivered.length);

@@ -40,7 +40,10 @@ const WholeList = graphql(`
 `);
 
 test('the paged list: every file once, in the order of the whole list', async () => {
-  for (let i = 0; i < 7; i++) expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: `page-${i}.txt`, content: `file ${i}` }])).status).toBe(200);
+  for (let i = 0; i < 7; i++)
+    expect(
+      (await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: `page-${i}.txt`, content: `file ${i}` }])).status,
+    ).toBe(200);
   const paged = [];
   const totals = [];
   for await (const page of filePages(as('member'), 3)) {
@@ -50,7 +53,11 @@ test('the paged list: every file once, in the order of the whole list', async ()
   // The whole list, asked as an administrator may (members may run the manifest's documents only).
   const whole = await gql(server.url, WholeList, {}, world.users.member.auth);
   expect(whole.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_ONLY');
-  const listed = await server.app.prisma.attachment.findMany({ where: { ownerId: world.users.member.id }, orderBy: { id: 'asc' }, select: { id: true, name: true } });
+  const listed = await server.app.prisma.attachment.findMany({
+    where: { ownerId: world.users.member.id },
+    orderBy: { id: 'asc' },
+    select: { id: true, name: true },
+  });
   expect(paged).toEqual(listed);
   expect(totals).toEqual(Array(Math.ceil(listed.length / 3)).fill(listed.length));
 });
@@ -70,7 +77,10 @@ test('the invitation form: the preview marks the bad address, the send invites t
     ],
   });
   const sent = await submitForm(as('admin'), fixed);
-  expect(sent).toMatchObject({ __typename: 'SendInvitationsSuccess', invitations: [{ email: 'form-one@example.net' }, { email: 'form-two@example.net' }] });
+  expect(sent).toMatchObject({
+    __typename: 'SendInvitationsSuccess',
+    invitations: [{ email: 'form-one@example.net' }, { email: 'form-two@example.net' }],
+  });
 });
 
 test('the live list: shown at once, then after each change', async () => {
@@ -80,12 +90,16 @@ test('the live list: shown at once, then after each change', async () => {
     await eventually(() => shown.length === 1);
     const before = shown[0]!;
     await eventually(() => server.app.eventStreams!.size > 0);
-    expect(await submitForm(as('admin'), { inviteeEmails: ['live-list@example.net'], streamIds: [] })).toMatchObject({ __typename: 'SendInvitationsSuccess' });
+    expect(await submitForm(as('admin'), { inviteeEmails: ['live-list@example.net'], streamIds: [] })).toMatchObject({
+      __typename: 'SendInvitationsSuccess',
+    });
     await eventually(() => shown.length === 2, 5_000);
     expect(shown[1]).toEqual(['live-list@example.net', ...before]);
     // The form test's send, committed before the subscription, was not delivered as a change: the
     // next change is the next list shown (an earlier event would have come before it).
-    expect(await submitForm(as('admin'), { inviteeEmails: ['live-list-2@example.net'], streamIds: [] })).toMatchObject({ __typename: 'SendInvitationsSuccess' });
+    expect(await submitForm(as('admin'), { inviteeEmails: ['live-list-2@example.net'], streamIds: [] })).toMatchObject({
+      __typename: 'SendInvitationsSuccess',
+    });
     await eventually(() => shown.length >= 3, 5_000);
     expect(shown).toEqual([before, ['live-list@example.net', ...before], ['live-list-2@example.net', 'live-list@example.net', ...before]]);
     expect((await request(as('owner'), InvitationList, {})).invitations.map((i) => i.email)).toEqual(shown[2]);
@@ -95,5 +109,7 @@ test('the live list: shown at once, then after each change', async () => {
 });
 
 test('the typed client reports refusals with their code', async () => {
-  await expect(request({ url: server.url, authorization: 'Basic eDp5' }, InvitationList, {})).rejects.toEqual(expect.any(GraphQLRequestError));
+  await expect(request({ url: server.url, authorization: 'Basic eDp5' }, InvitationList, {})).rejects.toEqual(
+    expect.any(GraphQLRequestError),
+  );
 });

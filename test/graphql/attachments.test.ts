@@ -97,7 +97,13 @@ describe('attachments', () => {
     const there = await newWorld();
     await server.app.prisma.$transaction((tx) =>
       insertAttachments(tx, there.org.id, [
-        { organizationId: there.org.id, ownerId: there.users.member.id, name: 'big.iso', size: 3_000_000_000n, pathId: `${there.org.id}/00/${there.org.stringId}/big.iso` },
+        {
+          organizationId: there.org.id,
+          ownerId: there.users.member.id,
+          name: 'big.iso',
+          size: 3_000_000_000n,
+          pathId: `${there.org.id}/00/${there.org.stringId}/big.iso`,
+        },
       ]),
     );
     const mark = await gql(server.url, Attachments, {}, here.users.member.auth);
@@ -111,7 +117,10 @@ describe('attachments', () => {
   test('without credentials the query is refused with 401', async () => {
     const result = await gql(server.url, Attachments, {});
     expect(result.status).toBe(401);
-    expect(result.errors?.[0]).toMatchObject({ message: 'Not logged in: API authentication or user session required', extensions: { code: 'UNAUTHORIZED' } });
+    expect(result.errors?.[0]).toMatchObject({
+      message: 'Not logged in: API authentication or user session required',
+      extensions: { code: 'UNAUTHORIZED' },
+    });
   });
 });
 
@@ -138,7 +147,9 @@ describe('SQL statements per request', () => {
       select: { id: true },
     });
     const messages = await counting.prisma.message.createManyAndReturn({
-      data: files.flatMap((_, i) => [users.member.id, users.owner.id].map((senderId) => ({ organizationId: org.id, senderId, content: `file ${i}` }))),
+      data: files.flatMap((_, i) =>
+        [users.member.id, users.owner.id].map((senderId) => ({ organizationId: org.id, senderId, content: `file ${i}` })),
+      ),
       select: { id: true },
     });
     await counting.prisma.messageAttachment.createMany({
@@ -161,7 +172,11 @@ describe('SQL statements per request', () => {
     const manyBody = await many.response.json();
     expect(fewBody.data.attachments.attachments).toHaveLength(10);
     expect(manyBody.data.attachments.attachments).toHaveLength(1000);
-    expect(manyBody.data.attachments.attachments.every((a: { messageIds: number[]; messages: unknown[] }) => a.messageIds.length === 2 && a.messages.length === 2)).toBe(true);
+    expect(
+      manyBody.data.attachments.attachments.every(
+        (a: { messageIds: number[]; messages: unknown[] }) => a.messageIds.length === 2 && a.messages.length === 2,
+      ),
+    ).toBe(true);
     expect(few.statements).toBeGreaterThan(0);
     // Authentication and the list: the server's per-user rate limit may add one more (at most 3).
     expect(few.statements).toBeLessThanOrEqual(2);

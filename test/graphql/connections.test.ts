@@ -221,7 +221,11 @@ async function invitationPage(user: WorldUser, args: PageArgs & { includeInactiv
   return page;
 }
 
-type Page<N> = { edges: { node: N }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null }; totalCount: number };
+type Page<N> = {
+  edges: { node: N }[];
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  totalCount: number;
+};
 
 /** Every node, first to last, reading pages of `size` forward; checks the flags of every page. */
 async function pageForward<N>(read: (args: PageArgs) => Promise<Page<N>>, size: number, expectedTotal: number) {
@@ -289,13 +293,24 @@ describe('attachmentPage', () => {
 
     // After the last file: an empty page, with files before it.
     const pastEnd = await attachmentPage(member, { first: 5, after: last.pageInfo.endCursor });
-    expect(pastEnd).toEqual({ totalCount: whole.length, edges: [], nodes: [], pageInfo: { hasNextPage: false, hasPreviousPage: true, startCursor: null, endCursor: null } });
+    expect(pastEnd).toEqual({
+      totalCount: whole.length,
+      edges: [],
+      nodes: [],
+      pageInfo: { hasNextPage: false, hasPreviousPage: true, startCursor: null, endCursor: null },
+    });
     const beforeStart = await attachmentPage(member, { last: 5, before: first.edges[0]!.cursor });
     expect(beforeStart.edges).toEqual([]);
     expect(beforeStart.pageInfo).toEqual({ hasNextPage: true, hasPreviousPage: false, startCursor: null, endCursor: null });
 
     // Between two cursors: the 4th to the 9th file; first takes its start, last its end.
-    const cursorAt = async (index: number) => (await attachmentPage(member, { first: 1, after: index === 0 ? null : (await attachmentPage(member, { first: index })).pageInfo.endCursor })).pageInfo.endCursor;
+    const cursorAt = async (index: number) =>
+      (
+        await attachmentPage(member, {
+          first: 1,
+          after: index === 0 ? null : (await attachmentPage(member, { first: index })).pageInfo.endCursor,
+        })
+      ).pageInfo.endCursor;
     const [third, tenth] = [await cursorAt(2), await cursorAt(9)];
     const head = await attachmentPage(member, { first: 4, after: third, before: tenth });
     expect(head.edges.map((e) => e.node.id)).toEqual(whole.slice(3, 7).map((f) => f.id));
@@ -365,7 +380,14 @@ describe('attachmentPage', () => {
     const response = await gql(server.url, AttachmentPageWithoutCount, { first: 2 }, member.auth);
     expect(response).toEqual({
       status: 200,
-      data: { me: { attachmentPage: { nodes: whole.slice(0, 2).map((f) => ({ id: f.id })), pageInfo: { hasNextPage: true, hasPreviousPage: false, endCursor: page.pageInfo.endCursor } } } },
+      data: {
+        me: {
+          attachmentPage: {
+            nodes: whole.slice(0, 2).map((f) => ({ id: f.id })),
+            pageInfo: { hasNextPage: true, hasPreviousPage: false, endCursor: page.pageInfo.endCursor },
+          },
+        },
+      },
     });
     // A list of one file: the page after it is empty, and the file is before it.
     const single = (await createWorld(server.app.prisma)).users.bot;
@@ -417,7 +439,10 @@ describe('attachmentPage', () => {
       [{ last: 5, before: invitationCursor }, 'before is not a cursor of this list.'],
     ];
     for (const [args, message] of cases) {
-      expect({ args, response: await gql(server.url, AttachmentPage, args, member.auth) }).toEqual({ args, response: badRequest(message, 'attachmentPage') });
+      expect({ args, response: await gql(server.url, AttachmentPage, args, member.auth) }).toEqual({
+        args,
+        response: badRequest(message, 'attachmentPage'),
+      });
     }
     // The list is as it was.
     expect((await wholeAttachments(member)).length).toBe(FILES + 2);
@@ -446,7 +471,7 @@ describe('invitationPage', () => {
     return response.data!.invitations;
   }
 
-  test('administrators page through the organization\'s invitations, members through their own, with and without inactive ones', async () => {
+  test("administrators page through the organization's invitations, members through their own, with and without inactive ones", async () => {
     const { admin, member } = world.users;
     for (const user of [admin, member]) {
       for (const includeInactive of [false, true]) {
@@ -482,7 +507,7 @@ describe('invitationPage', () => {
     expect(asMember.edges.map((e) => e.node)).toEqual(memberAll.filter((i) => laterIds.has(i.id)));
   });
 
-  test('a guest is refused as by invitations; bad arguments and the other list\'s cursors are BAD_REQUEST', async () => {
+  test("a guest is refused as by invitations; bad arguments and the other list's cursors are BAD_REQUEST", async () => {
     const guest = await gql(server.url, InvitationPage, { first: 5 }, world.users.guest.auth);
     expect(guest).toEqual(badRequest('Not allowed for guest users', 'invitationPage'));
     const admin = world.users.admin;
@@ -499,7 +524,10 @@ describe('invitationPage', () => {
       [{ first: 5, after: cursorOf([1, 'invitation', 5]) }, 'after is not a cursor of this list.'],
     ];
     for (const [args, message] of cases) {
-      expect({ args, response: await gql(server.url, InvitationPage, args, admin.auth) }).toEqual({ args, response: badRequest(message, 'invitationPage') });
+      expect({ args, response: await gql(server.url, InvitationPage, args, admin.auth) }).toEqual({
+        args,
+        response: badRequest(message, 'invitationPage'),
+      });
     }
   });
 });

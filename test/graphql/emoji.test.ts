@@ -52,7 +52,9 @@ const deactivate = (world: World, who: keyof World['users'], emojiName: string) 
   gql(server.url, DeactivateCustomEmoji, { emojiName }, world.users[who].auth);
 
 const activeNames = async (world: World) =>
-  (await server.app.prisma.customEmoji.findMany({ where: { organizationId: world.org.id, deactivated: false }, orderBy: { id: 'asc' } })).map((e) => e.name);
+  (
+    await server.app.prisma.customEmoji.findMany({ where: { organizationId: world.org.id, deactivated: false }, orderBy: { id: 'asc' } })
+  ).map((e) => e.name);
 
 describe('deactivateCustomEmoji', () => {
   test('the author deactivates their emoji and gets it back with its author', async () => {
@@ -63,12 +65,20 @@ describe('deactivateCustomEmoji', () => {
       data: {
         deactivateCustomEmoji: {
           __typename: 'DeactivateCustomEmojiSuccess',
-          emoji: { name: 'green_tick', deactivated: true, author: { id: world.users.member.id, email: 'mark@lighthouse.example', role: 'MEMBER' } },
+          emoji: {
+            name: 'green_tick',
+            deactivated: true,
+            author: { id: world.users.member.id, email: 'mark@lighthouse.example', role: 'MEMBER' },
+          },
         },
       },
     });
     expect(await activeNames(world)).toEqual(['lighthouse']);
-    expect(await server.app.prisma.auditLogEntry.count({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_REMOVED', actorId: world.users.member.id } })).toBe(1);
+    expect(
+      await server.app.prisma.auditLogEntry.count({
+        where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_REMOVED', actorId: world.users.member.id },
+      }),
+    ).toBe(1);
   });
 
   test("an administrator deactivates someone else's emoji", async () => {
@@ -76,18 +86,32 @@ describe('deactivateCustomEmoji', () => {
     const result = await deactivate(world, 'admin', 'lighthouse');
     expect(result.data?.deactivateCustomEmoji).toEqual({
       __typename: 'DeactivateCustomEmojiSuccess',
-      emoji: { name: 'lighthouse', deactivated: true, author: { id: world.users.owner.id, email: 'olga@lighthouse.example', role: 'OWNER' } },
+      emoji: {
+        name: 'lighthouse',
+        deactivated: true,
+        author: { id: world.users.owner.id, email: 'olga@lighthouse.example', role: 'OWNER' },
+      },
     });
     expect(await activeNames(world)).toEqual(['green_tick']);
   });
 
-  test("a moderator, a member or a guest who is not the author gets BadRequestError; nothing changes", async () => {
+  test('a moderator, a member or a guest who is not the author gets BadRequestError; nothing changes', async () => {
     const world = await newWorld();
-    for (const [who, name] of [['moderator', 'green_tick'], ['member', 'lighthouse'], ['guest', 'green_tick']] as const) {
+    for (const [who, name] of [
+      ['moderator', 'green_tick'],
+      ['member', 'lighthouse'],
+      ['guest', 'green_tick'],
+    ] as const) {
       const result = await deactivate(world, who, name);
       expect(result).toEqual({
         status: 200,
-        data: { deactivateCustomEmoji: { __typename: 'BadRequestError', message: 'Must be an organization administrator or emoji author', code: 'BAD_REQUEST' } },
+        data: {
+          deactivateCustomEmoji: {
+            __typename: 'BadRequestError',
+            message: 'Must be an organization administrator or emoji author',
+            code: 'BAD_REQUEST',
+          },
+        },
       });
     }
     expect(await activeNames(world)).toEqual(['green_tick', 'lighthouse']);
@@ -95,18 +119,29 @@ describe('deactivateCustomEmoji', () => {
 
   test('a guest may deactivate the emoji they added', async () => {
     const world = await newWorld();
-    await server.app.prisma.customEmoji.create({ data: { organizationId: world.org.id, name: 'wave', authorId: world.users.guest.id, fileName: 'wave.gif' } });
+    await server.app.prisma.customEmoji.create({
+      data: { organizationId: world.org.id, name: 'wave', authorId: world.users.guest.id, fileName: 'wave.gif' },
+    });
     const result = await deactivate(world, 'guest', 'wave');
-    expect(result.data?.deactivateCustomEmoji).toMatchObject({ __typename: 'DeactivateCustomEmojiSuccess', emoji: { name: 'wave', deactivated: true } });
+    expect(result.data?.deactivateCustomEmoji).toMatchObject({
+      __typename: 'DeactivateCustomEmojiSuccess',
+      emoji: { name: 'wave', deactivated: true },
+    });
   });
 
   test("unknown, deactivated, wrongly cased and other organizations' names are NotFoundError", async () => {
     const world = await newWorld();
     const other = await newWorld();
-    await server.app.prisma.customEmoji.create({ data: { organizationId: other.org.id, name: 'elsewhere', authorId: null, fileName: 'e.png' } });
+    await server.app.prisma.customEmoji.create({
+      data: { organizationId: other.org.id, name: 'elsewhere', authorId: null, fileName: 'e.png' },
+    });
     for (const name of ['no_such', 'retired_logo', 'Green_Tick', 'elsewhere', 'a/b']) {
       const result = await deactivate(world, 'owner', name);
-      expect(result.data?.deactivateCustomEmoji).toEqual({ __typename: 'NotFoundError', message: `Emoji '${name}' does not exist`, code: 'BAD_REQUEST' });
+      expect(result.data?.deactivateCustomEmoji).toEqual({
+        __typename: 'NotFoundError',
+        message: `Emoji '${name}' does not exist`,
+        code: 'BAD_REQUEST',
+      });
     }
     expect(await activeNames(world)).toEqual(['green_tick', 'lighthouse']);
     expect(await activeNames(other)).toEqual(['green_tick', 'lighthouse', 'elsewhere']);
@@ -127,7 +162,10 @@ describe('customEmoji', () => {
     const world = await newWorld();
     await deactivate(world, 'member', 'green_tick');
     const active = await gql(server.url, CustomEmojiList, {}, world.users.guest.auth);
-    expect(active).toEqual({ status: 200, data: { customEmoji: [{ name: 'lighthouse', deactivated: false, author: { fullName: 'Olga Owner' } }] } });
+    expect(active).toEqual({
+      status: 200,
+      data: { customEmoji: [{ name: 'lighthouse', deactivated: false, author: { fullName: 'Olga Owner' } }] },
+    });
     const all = await gql(server.url, CustomEmojiList, { includeDeactivated: true }, world.users.guest.auth);
     expect(all.data?.customEmoji).toEqual([
       { name: 'green_tick', deactivated: true, author: { fullName: 'Mark Member' } },

@@ -54,7 +54,12 @@ const Invitable = graphql(`
 const world = (customize?: Parameters<typeof createWorld>[1]) => createWorld(server.app.prisma, customize);
 
 async function send(w: World, who: keyof World['users'], input: Partial<SendInvitationsInput>) {
-  const result = await gql(server.url, SendInvitations, { input: { inviteeEmails: ['new@elsewhere.example'], streamIds: [], ...input } }, w.users[who].auth);
+  const result = await gql(
+    server.url,
+    SendInvitations,
+    { input: { inviteeEmails: ['new@elsewhere.example'], streamIds: [], ...input } },
+    w.users[who].auth,
+  );
   expect(result.status).toBe(200);
   expect(result.errors).toBeUndefined();
   return result.data!.sendInvitations;
@@ -86,7 +91,9 @@ describe('sendInvitations', () => {
     const w = await world();
     const never = await send(w, 'member', { inviteExpiresInMinutes: null });
     expect((never as { invitations: { expiresAt: number | null }[] }).invitations[0]!.expiresAt).toBeNull();
-    const byDefault = (await send(w, 'member', { inviteeEmails: ['other@elsewhere.example'] })) as { invitations: { invitedAt: number; expiresAt: number }[] };
+    const byDefault = (await send(w, 'member', { inviteeEmails: ['other@elsewhere.example'] })) as {
+      invitations: { invitedAt: number; expiresAt: number }[];
+    };
     const [invitation] = byDefault.invitations;
     expect(invitation!.expiresAt - invitation!.invitedAt).toBeGreaterThanOrEqual(14400 * 60 - 1);
     expect(invitation!.expiresAt - invitation!.invitedAt).toBeLessThanOrEqual(14400 * 60 + 1);
@@ -104,13 +111,25 @@ describe('sendInvitations', () => {
       ['member', { inviteeEmails: [' , '] }, badRequest('You must specify at least one email address.')],
       ['member', { inviteeEmails: [] }, badRequest('You must specify at least one email address.')],
       ['admin', { streamIds: [boardroom] }, badRequest(`Invalid channel ID ${boardroom}. No invites were sent.`)],
-      ['admin', { streamIds: [await other.channelId('general')] }, badRequest(`Invalid channel ID ${await other.channelId('general')}. No invites were sent.`)],
+      [
+        'admin',
+        { streamIds: [await other.channelId('general')] },
+        badRequest(`Invalid channel ID ${await other.channelId('general')}. No invites were sent.`),
+      ],
       ['owner', { groupIds: [await w.groupId('role:members')] }, badRequest('Insufficient permission')],
       ['owner', { groupIds: [await other.groupId('support')] }, badRequest('Invalid user group')],
       ['owner', { groupIds: [await w.groupId('alumni')] }, badRequest('User group is deactivated.')],
       ['member', { welcomeMessageCustomText: '' }, badRequest('Must be an organization administrator')],
-      ['admin', { welcomeMessageCustomText: 'x'.repeat(8001) }, badRequest('welcome_message_custom_text is too long (limit: 8000 characters)')],
-      ['member', { inviteExpiresInMinutes: 2 ** 31 - 1, inviteeEmails: ['a@b.example'] }, { __typename: 'SendInvitationsSuccess', invitations: expect.any(Array) }],
+      [
+        'admin',
+        { welcomeMessageCustomText: 'x'.repeat(8001) },
+        badRequest('welcome_message_custom_text is too long (limit: 8000 characters)'),
+      ],
+      [
+        'member',
+        { inviteExpiresInMinutes: 2 ** 31 - 1, inviteeEmails: ['a@b.example'] },
+        { __typename: 'SendInvitationsSuccess', invitations: expect.any(Array) },
+      ],
     ];
     for (const [who, input, expected] of cases) expect(await send(w, who, input)).toEqual(expected);
     expect(await storedInvitations(server.app.prisma, w.org.id)).toHaveLength(1);
@@ -132,7 +151,8 @@ describe('sendInvitations', () => {
     });
     expect(await send(w, 'member', { inviteeEmails: ['mark@lighthouse.example', 'fresh@elsewhere.example'] })).toEqual({
       __typename: 'InvitationFailedError',
-      message: "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!",
+      message:
+        "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!",
       code: 'INVITATION_FAILED',
       errors: [{ email: 'mark@lighthouse.example', reason: 'Already has an account.', deactivated: false }],
       sentInvitations: true,
@@ -189,7 +209,11 @@ describe('invitableChannels and invitableGroups: exactly what sendInvitations ac
 
     // Each listed id is accepted, and an unlisted one is refused.
     const ids = async (names: string[]) => Promise.all(names.map((n) => w.channelId(n)));
-    expect((await send(w, 'member', { streamIds: await ids(['general']), groupIds: [await w.groupId('support')] })).__typename).toBe('SendInvitationsSuccess');
-    expect((await send(w, 'member', { inviteeEmails: ['x@elsewhere.example'], streamIds: await ids(['design']) })).__typename).toBe('BadRequestError');
+    expect((await send(w, 'member', { streamIds: await ids(['general']), groupIds: [await w.groupId('support')] })).__typename).toBe(
+      'SendInvitationsSuccess',
+    );
+    expect((await send(w, 'member', { inviteeEmails: ['x@elsewhere.example'], streamIds: await ids(['design']) })).__typename).toBe(
+      'BadRequestError',
+    );
   });
 });

@@ -32,7 +32,10 @@ const Either = new GraphQLUnionType({
     return 'Plain';
   },
 });
-const later = <T>(value: T) => async () => value;
+const later =
+  <T>(value: T) =>
+  async () =>
+    value;
 const schema = new GraphQLSchema({
   query: new GraphQLObjectType({
     name: 'Query',
@@ -69,7 +72,12 @@ afterAll(async () => {
 const unhandledRejectionsReported = () => new Promise((resolve) => setImmediate(resolve));
 
 async function ask(query: string) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }), signal: AbortSignal.timeout(5000) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+    signal: AbortSignal.timeout(5000),
+  });
   return { status: response.status, body: await response.json() };
 }
 
@@ -95,7 +103,9 @@ test('an isTypeOf that throws makes its item a field error, logged, and the requ
   expect(status).toBe(200);
   expect(body.data).toEqual({ checked: [{ n: 2 }, null] });
   expect(body.errors.map((e: { path: unknown[] }) => e.path)).toEqual([['checked', 1]]);
-  expect(logged.filter((line) => line.msg === 'GraphQL isTypeOf of Checked failed').map((line) => line.err?.message)).toEqual(['isTypeOf broke']);
+  expect(logged.filter((line) => line.msg === 'GraphQL isTypeOf of Checked failed').map((line) => line.err?.message)).toEqual([
+    'isTypeOf broke',
+  ]);
   await unhandledRejectionsReported();
   expect(unhandled).toEqual([]);
 });

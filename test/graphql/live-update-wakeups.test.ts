@@ -17,12 +17,19 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const deactivateEmoji = (world: World, name: string) => callApi(server.url, 'DELETE', `/realm/emoji/${name}`, { authorization: world.users.owner.auth });
+const deactivateEmoji = (world: World, name: string) =>
+  callApi(server.url, 'DELETE', `/realm/emoji/${name}`, { authorization: world.users.owner.auth });
 
 test('an event committed while nobody followed the log is not new to the first subscriber', async () => {
   const world = await createWorld(server.app.prisma);
   expect((await deactivateEmoji(world, 'lighthouse')).status).toBe(200);
-  const subscription = subscribe('sse', server.url, world.users.member.auth, 'subscription { customEmojiChanged { change emoji { name } } }', {});
+  const subscription = subscribe(
+    'sse',
+    server.url,
+    world.users.member.auth,
+    'subscription { customEmojiChanged { change emoji { name } } }',
+    {},
+  );
   try {
     await eventually(() => server.app.eventStreams!.size === 1);
     // Had the earlier deactivation been new to it, it would come first (the log's order).
@@ -40,7 +47,10 @@ test('a waiting long poll is not woken (no read of its queue) by an event its qu
   const queueReads = captureStatements(/FROM event e WHERE .* ORDER BY e\.position LIMIT/s);
   const readsOf = (queueId: string) => queueReads.filter((read) => read.values[3] === queueId).length;
   const register = async (eventTypes: string) => {
-    const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: eventTypes } });
+    const registered = await callApi(server.url, 'POST', '/register', {
+      authorization: world.users.member.auth,
+      form: { event_types: eventTypes },
+    });
     expect(registered.status).toBe(200);
     return registered.body.queue_id as string;
   };
@@ -49,7 +59,10 @@ test('a waiting long poll is not woken (no read of its queue) by an event its qu
     const abort = new AbortController();
     aborts.push(abort);
     const url = `${server.url}/api/v1/events?queue_id=${queueId}&last_event_id=-1`;
-    return fetch(url, { headers: { authorization: world.users.member.auth }, signal: abort.signal }).then((answer) => answer.json() as T, () => 'aborted' as T);
+    return fetch(url, { headers: { authorization: world.users.member.auth }, signal: abort.signal }).then(
+      (answer) => answer.json() as T,
+      () => 'aborted' as T,
+    );
   };
   type Answer = { events: { type: string; op: string }[] };
   const queues: string[] = [];
@@ -68,7 +81,9 @@ test('a waiting long poll is not woken (no read of its queue) by an event its qu
     const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'wake.txt', content: 'wake up' }]);
     expect(uploaded.status).toBe(200);
     const answers = await Promise.all(waiting);
-    expect(answers.map((answer) => answer.events.map(({ type, op }) => ({ type, op })))).toEqual(Array(queues.length).fill([{ type: 'attachment', op: 'add' }]));
+    expect(answers.map((answer) => answer.events.map(({ type, op }) => ({ type, op })))).toEqual(
+      Array(queues.length).fill([{ type: 'attachment', op: 'add' }]),
+    );
     expect(queues.map(readsOf)).toEqual(Array(queues.length).fill(3));
   } finally {
     for (const abort of aborts) abort.abort();
@@ -82,7 +97,10 @@ test('the polls an emoji change wakes share one read of the organization’s emo
   const polls = 20;
   const waiting: Promise<{ events: { type: string; realm_emoji: Record<string, { name: string; deactivated: boolean }> }[] }>[] = [];
   for (let i = 0; i < polls; i++) {
-    const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+    const registered = await callApi(server.url, 'POST', '/register', {
+      authorization: world.users.member.auth,
+      form: { event_types: '["realm_emoji"]' },
+    });
     expect(registered.status).toBe(200);
     const url = `${server.url}/api/v1/events?queue_id=${registered.body.queue_id}&last_event_id=-1`;
     waiting.push(fetch(url, { headers: { authorization: world.users.member.auth } }).then((answer) => answer.json()));

@@ -26,7 +26,14 @@ test('me answers the authenticated user', async () => {
   const apiKey = generateApiKey();
   const org = await server.app.prisma.organization.create({ data: { stringId: `me-${apiKey}`, name: 'Me Org' } });
   const user = await server.app.prisma.user.create({
-    data: { organizationId: org.id, email: 'Ada@Example.com', emailKey: 'ada@example.com', fullName: 'Ada', role: 200, apiKeyHash: hashApiKey(apiKey) },
+    data: {
+      organizationId: org.id,
+      email: 'Ada@Example.com',
+      emailKey: 'ada@example.com',
+      fullName: 'Ada',
+      role: 200,
+      apiKeyHash: hashApiKey(apiKey),
+    },
   });
   const result = await gql(server.url, Me, {}, basicAuth('ada@example.com', apiKey));
   expect(result).toEqual({

@@ -59,7 +59,9 @@ let trustedOnly: TestServer;
 let w: World;
 beforeAll(async () => {
   open = await startTestServer({ graphqlTrustedDocuments: trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST }) });
-  trustedOnly = await startTestServer({ graphqlTrustedDocuments: trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: 'true' }) });
+  trustedOnly = await startTestServer({
+    graphqlTrustedDocuments: trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: 'true' }),
+  });
   w = await createWorld(open.app.prisma);
 });
 afterAll(async () => {
@@ -88,9 +90,20 @@ async function post(server: TestServer, body: object, authorization?: string): P
   );
 }
 
-async function get(server: TestServer, params: Record<string, object | string>, authorization?: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const query = new URLSearchParams(Object.entries(params).map(([name, value]) => [name, typeof value === 'string' ? value : JSON.stringify(value)]));
-  return answer(await fetch(`${server.url}/graphql?${query}`, { headers: { accept: 'application/json', ...(authorization ? { authorization } : {}), ...headers } }));
+async function get(
+  server: TestServer,
+  params: Record<string, object | string>,
+  authorization?: string,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const query = new URLSearchParams(
+    Object.entries(params).map(([name, value]) => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
+  );
+  return answer(
+    await fetch(`${server.url}/graphql?${query}`, {
+      headers: { accept: 'application/json', ...(authorization ? { authorization } : {}), ...headers },
+    }),
+  );
 }
 
 const meOf = (user: 'member' | 'admin' | 'owner') => ({
@@ -115,29 +128,57 @@ describe('a manifest document runs by its hash', () => {
   });
 
   test('with variables, over GET too', async () => {
-    const expected = { data: { customEmoji: [{ name: 'green_tick', deactivated: false }, { name: 'lighthouse', deactivated: false }] } };
-    const byPost = await post(trustedOnly, { documentId: documentId(TrustedEmoji), variables: { includeDeactivated: false } }, w.users.member.auth);
+    const expected = {
+      data: {
+        customEmoji: [
+          { name: 'green_tick', deactivated: false },
+          { name: 'lighthouse', deactivated: false },
+        ],
+      },
+    };
+    const byPost = await post(
+      trustedOnly,
+      { documentId: documentId(TrustedEmoji), variables: { includeDeactivated: false } },
+      w.users.member.auth,
+    );
     expect(byPost).toMatchObject({ status: 200, body: expected });
-    const byGet = await get(trustedOnly, { extensions: apq(hexOf(TrustedEmoji)), variables: { includeDeactivated: false } }, w.users.member.auth);
+    const byGet = await get(
+      trustedOnly,
+      { extensions: apq(hexOf(TrustedEmoji)), variables: { includeDeactivated: false } },
+      w.users.member.auth,
+    );
     expect(byGet).toMatchObject({ status: 200, body: expected });
   });
 
-  test('the manifest is what codegen wrote: every id is the sha256 of its document, and the tests\' documents are in it', async () => {
+  test("the manifest is what codegen wrote: every id is the sha256 of its document, and the tests' documents are in it", async () => {
     const manifest = trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST }).manifest!;
     for (const [hash, document] of manifest) expect(sha256(document)).toBe(hash);
     expect(manifest.get(hexOf(TrustedMe))).toBe('query TrustedMe { me { email role } }');
   });
 
   test('a hashed document is still refused a mutation over GET, and still needs credentials', async () => {
-    const mutation = await get(trustedOnly, { documentId: documentId(TrustedDeactivateEmoji), variables: { emojiName: 'lighthouse' } }, w.users.owner.auth);
-    expect(mutation).toMatchObject({ status: 405, body: error('Can only perform a mutation operation from a POST request.', 'BAD_REQUEST') });
+    const mutation = await get(
+      trustedOnly,
+      { documentId: documentId(TrustedDeactivateEmoji), variables: { emojiName: 'lighthouse' } },
+      w.users.owner.auth,
+    );
+    expect(mutation).toMatchObject({
+      status: 405,
+      body: error('Can only perform a mutation operation from a POST request.', 'BAD_REQUEST'),
+    });
     const anonymous = await post(trustedOnly, { documentId: documentId(TrustedMe) });
-    expect(anonymous).toMatchObject({ status: 401, body: error('Not logged in: API authentication or user session required', 'UNAUTHORIZED') });
+    expect(anonymous).toMatchObject({
+      status: 401,
+      body: error('Not logged in: API authentication or user session required', 'UNAUTHORIZED'),
+    });
     expect(await emojiState('lighthouse')).toBe(false);
   });
 
   test('CSRF prevention applies: a form-encoded persisted mutation without the header is refused and changes nothing', async () => {
-    const body = new URLSearchParams({ extensions: JSON.stringify(apq(hexOf(TrustedDeactivateEmoji))), variables: JSON.stringify({ emojiName: 'lighthouse' }) });
+    const body = new URLSearchParams({
+      extensions: JSON.stringify(apq(hexOf(TrustedDeactivateEmoji))),
+      variables: JSON.stringify({ emojiName: 'lighthouse' }),
+    });
     const refused = await fetch(`${trustedOnly.url}/graphql`, { method: 'POST', body, headers: { authorization: w.users.owner.auth } });
     expect(await answer(refused)).toMatchObject({ status: 403, body: { errors: [{ message: 'Required CSRF header(s) not present' }] } });
     expect(await emojiState('lighthouse')).toBe(false);
@@ -168,14 +209,26 @@ describe('trusted-only mode', () => {
     expect(introspection).toMatchObject({ status: 200, body: { data: { __schema: { queryType: { name: 'Query' } } } } });
   });
 
-  test('refuses APQ registration to a member; an administrator\'s registration serves administrators only', async () => {
+  test("refuses APQ registration to a member; an administrator's registration serves administrators only", async () => {
     const query = 'query MemberApq { me { email } }';
     const registration = { query, extensions: apq(sha256(query)) };
     expect(await post(trustedOnly, registration, w.users.member.auth)).toMatchObject({ status: 400, body: ONLY_TRUSTED });
-    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.member.auth)).toMatchObject({ status: 404, body: NOT_FOUND });
-    expect(await post(trustedOnly, registration, w.users.admin.auth)).toMatchObject({ status: 200, body: { data: { me: { email: w.users.admin.email } } } });
-    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.admin.auth)).toMatchObject({ status: 200, body: { data: { me: { email: w.users.admin.email } } } });
-    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.member.auth)).toMatchObject({ status: 404, body: NOT_FOUND });
+    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.member.auth)).toMatchObject({
+      status: 404,
+      body: NOT_FOUND,
+    });
+    expect(await post(trustedOnly, registration, w.users.admin.auth)).toMatchObject({
+      status: 200,
+      body: { data: { me: { email: w.users.admin.email } } },
+    });
+    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.admin.auth)).toMatchObject({
+      status: 200,
+      body: { data: { me: { email: w.users.admin.email } } },
+    });
+    expect(await post(trustedOnly, { extensions: apq(sha256(query)) }, w.users.member.auth)).toMatchObject({
+      status: 404,
+      body: NOT_FOUND,
+    });
   });
 });
 
@@ -190,7 +243,10 @@ describe('unknown and false hashes', () => {
         { documentId: 'sha256:xyz' },
         { documentId: 'x'.repeat(10_000) },
       ]) {
-        expect(await post(server, body, w.users.member.auth), JSON.stringify(body).slice(0, 80)).toMatchObject({ status: 404, body: NOT_FOUND });
+        expect(await post(server, body, w.users.member.auth), JSON.stringify(body).slice(0, 80)).toMatchObject({
+          status: 404,
+          body: NOT_FOUND,
+        });
       }
       expect(await get(server, { documentId: `sha256:${unknown}` }, w.users.member.auth)).toMatchObject({ status: 404, body: NOT_FOUND });
     }
@@ -199,7 +255,10 @@ describe('unknown and false hashes', () => {
   test('neither a query nor an id: 400 naming both', async () => {
     expect(await post(open, { variables: {} }, w.users.member.auth)).toMatchObject({
       status: 400,
-      body: error('Must provide query string or the id of a persisted document (documentId, or extensions.persistedQuery.sha256Hash).', 'BAD_REQUEST'),
+      body: error(
+        'Must provide query string or the id of a persisted document (documentId, or extensions.persistedQuery.sha256Hash).',
+        'BAD_REQUEST',
+      ),
     });
   });
 
@@ -209,8 +268,14 @@ describe('unknown and false hashes', () => {
     expect(await post(open, { query, extensions: apq(wrongHash) }, w.users.member.auth)).toMatchObject({ status: 400, body: MISMATCH });
     expect(await post(open, { extensions: apq(wrongHash) }, w.users.member.auth)).toMatchObject({ status: 404, body: NOT_FOUND });
     // A manifest hash with other text neither runs that text nor changes what the hash names.
-    expect(await post(open, { query, extensions: apq(hexOf(TrustedMe)) }, w.users.member.auth)).toMatchObject({ status: 400, body: MISMATCH });
-    expect(await post(open, { extensions: apq(hexOf(TrustedMe)) }, w.users.member.auth)).toMatchObject({ status: 200, body: meOf('member') });
+    expect(await post(open, { query, extensions: apq(hexOf(TrustedMe)) }, w.users.member.auth)).toMatchObject({
+      status: 400,
+      body: MISMATCH,
+    });
+    expect(await post(open, { extensions: apq(hexOf(TrustedMe)) }, w.users.member.auth)).toMatchObject({
+      status: 200,
+      body: meOf('member'),
+    });
   });
 });
 
@@ -240,7 +305,9 @@ describe('GET answers', () => {
     expect(again).toMatchObject({ status: 304, body: null });
     expect(again.headers.get('etag')).toBe(etag.replace(/^W\//, ''));
     expect(again.headers.get('cache-control')).toBe('private, no-cache');
-    expect(await get(trustedOnly, params, w.users.member.auth, { 'if-none-match': `"other", ${etag.replace(/^W\//, '')}` })).toMatchObject({ status: 304 });
+    expect(await get(trustedOnly, params, w.users.member.auth, { 'if-none-match': `"other", ${etag.replace(/^W\//, '')}` })).toMatchObject({
+      status: 304,
+    });
 
     const otherCaller = await get(trustedOnly, { documentId: documentId(TrustedMe) }, w.users.admin.auth, { 'if-none-match': etag });
     expect(otherCaller).toMatchObject({ status: 200, body: meOf('admin') });
@@ -280,11 +347,17 @@ test('a document named by hash goes through the same limits as one sent whole', 
   try {
     const text = trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST }).manifest!.get(hexOf(TrustedEmoji));
     const whole = await post(tight, { query: text }, w.users.member.auth);
-    expect(whole.body).toMatchObject({ errors: [{ message: 'Syntax Error: Document contains more that 12 tokens. Parsing aborted.', extensions: { code: 'GRAPHQL_PARSE_FAILED' } }] });
+    expect(whole.body).toMatchObject({
+      errors: [
+        { message: 'Syntax Error: Document contains more that 12 tokens. Parsing aborted.', extensions: { code: 'GRAPHQL_PARSE_FAILED' } },
+      ],
+    });
     const byHash = await post(tight, { documentId: documentId(TrustedEmoji) }, w.users.member.auth);
     expect([byHash.status, byHash.body]).toEqual([whole.status, whole.body]);
     const deep = await post(tight, { documentId: documentId(TrustedMe) }, w.users.member.auth);
-    expect(deep.body).toMatchObject({ errors: [{ message: 'Syntax Error: Query depth limit of 1 exceeded, found 2.', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
+    expect(deep.body).toMatchObject({
+      errors: [{ message: 'Syntax Error: Query depth limit of 1 exceeded, found 2.', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }],
+    });
   } finally {
     await tight.close();
   }
@@ -315,9 +388,12 @@ describe('settings', () => {
   test('off unless set; the generated manifest loads; GRAPHQL_TRUSTED_ONLY takes true or false', () => {
     expect(loadConfig({}).graphqlTrustedDocuments).toEqual({ manifest: null, only: false });
     for (const value of ['false', 'FALSE', '0', 'no', '']) expect(trustedDocuments({ GRAPHQL_TRUSTED_ONLY: value }).only).toBe(false);
-    for (const value of ['true', 'True', '1', 'yes']) expect(trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: value }).only).toBe(true);
+    for (const value of ['true', 'True', '1', 'yes'])
+      expect(trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: value }).only).toBe(true);
     expect(trustedDocuments({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST }).manifest!.size).toBeGreaterThan(3);
-    expect(refusal({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: 'sure' })).toBe('GRAPHQL_TRUSTED_ONLY must be true or false, got "sure"');
+    expect(refusal({ GRAPHQL_TRUSTED_DOCUMENTS: MANIFEST, GRAPHQL_TRUSTED_ONLY: 'sure' })).toBe(
+      'GRAPHQL_TRUSTED_ONLY must be true or false, got "sure"',
+    );
   });
 
   test('trusted-only mode without a manifest stops the start', () => {
@@ -332,7 +408,11 @@ describe('settings', () => {
     expect(refusal({ GRAPHQL_TRUSTED_DOCUMENTS: dir })).toBe(`GRAPHQL_TRUSTED_DOCUMENTS: ${dir} cannot be read (EISDIR)`);
     const notJson = await manifestFile('not-json.json', '{"sha256:');
     expect(refusal({ GRAPHQL_TRUSTED_DOCUMENTS: notJson })).toMatch(new RegExp(`^GRAPHQL_TRUSTED_DOCUMENTS: ${notJson} is not JSON \\(`));
-    for (const [name, content] of [['array.json', '[]'], ['null.json', 'null'], ['string.json', '"query"']]) {
+    for (const [name, content] of [
+      ['array.json', '[]'],
+      ['null.json', 'null'],
+      ['string.json', '"query"'],
+    ]) {
       const path = await manifestFile(name, content);
       expect(refusal({ GRAPHQL_TRUSTED_DOCUMENTS: path })).toBe(
         `GRAPHQL_TRUSTED_DOCUMENTS: ${path} must hold a JSON object of "sha256:<hex>": "<document>" entries (npm run codegen writes one)`,
@@ -343,7 +423,11 @@ describe('settings', () => {
       ['bad-id.json', { 'md5:abc': good }, '"md5:abc" is not named "sha256:<64 hex digits>"'],
       ['not-string.json', { [`sha256:${sha256(good)}`]: { query: good } }, `"sha256:${sha256(good)}" is not a document string`],
       ['false-hash.json', { [`sha256:${sha256('other')}`]: good }, `"sha256:${sha256('other')}" is not the sha256 of its document`],
-      ['not-graphql.json', { [`sha256:${sha256('{ me {')}`]: '{ me {' }, `"sha256:${sha256('{ me {')}" is not a GraphQL document (Syntax Error: Expected Name, found <EOF>.)`],
+      [
+        'not-graphql.json',
+        { [`sha256:${sha256('{ me {')}`]: '{ me {' },
+        `"sha256:${sha256('{ me {')}" is not a GraphQL document (Syntax Error: Expected Name, found <EOF>.)`,
+      ],
     ];
     for (const [name, content, problem] of entries) {
       const path = await manifestFile(name, JSON.stringify(content));
@@ -370,7 +454,9 @@ describe('trusted-only mode over WebSocket (graphql-ws sends the text)', () => {
   async function expectAccepted(world: World, subscriptions: OpenSubscription<unknown>[], expected: unknown) {
     try {
       await eventually(() => trustedOnly.app.eventStreams!.size === subscriptions.length, 15_000);
-      expect((await callApi(trustedOnly.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth })).status).toBe(200);
+      expect((await callApi(trustedOnly.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth })).status).toBe(
+        200,
+      );
       for (const subscription of subscriptions) expect(await subscription.next()).toEqual(expected);
     } finally {
       await Promise.all(subscriptions.map((subscription) => subscription.close()));
@@ -384,7 +470,9 @@ describe('trusted-only mode over WebSocket (graphql-ws sends the text)', () => {
     const text = manifest[documentId(TrustedEmojiChanges)]!;
     const own = 'subscription Own { customEmojiChanged { change } }';
     const refused = subscribe('ws', trustedOnly.url, world.users.member.auth, own, {});
-    expect(await refused.next()).toMatchObject({ errors: [{ message: PERSISTED_QUERY_ONLY_MESSAGE, extensions: { code: 'PERSISTED_QUERY_ONLY' } }] });
+    expect(await refused.next()).toMatchObject({
+      errors: [{ message: PERSISTED_QUERY_ONLY_MESSAGE, extensions: { code: 'PERSISTED_QUERY_ONLY' } }],
+    });
     await refused.close();
     const asMember = subscribe('ws', trustedOnly.url, world.users.member.auth, text, {});
     const asAdmin = subscribe('ws', trustedOnly.url, world.users.admin.auth, own, {});
@@ -398,7 +486,9 @@ describe('trusted-only mode over WebSocket (graphql-ws sends the text)', () => {
     );
     await expectAccepted(world, byHash, { data: { customEmojiChanged: { change: 'DEACTIVATED' } } });
     const unknown = subscribe('ws', trustedOnly.url, w.users.member.auth, '', {}, { extensions: apq(sha256('{ me { id } }')) });
-    expect(await unknown.next()).toMatchObject({ errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] });
+    expect(await unknown.next()).toMatchObject({
+      errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }],
+    });
     await unknown.close();
     const none = subscribe('ws', trustedOnly.url, w.users.member.auth, '', {}, { extensions: {} });
     expect(await none.next()).toMatchObject({ errors: [{ extensions: { code: 'BAD_REQUEST' } }] });

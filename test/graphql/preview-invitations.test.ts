@@ -17,7 +17,12 @@ afterAll(() => server.close());
 const world = (customize?: Parameters<typeof createWorld>[1]) => createWorld(server.app.prisma, customize);
 
 async function preview(w: World, who: WorldUserName, input: Partial<SendInvitationsInput>) {
-  const result = await gql(server.url, PreviewInvitations, { input: { inviteeEmails: ['new@elsewhere.example'], streamIds: [], ...input } }, w.users[who].auth);
+  const result = await gql(
+    server.url,
+    PreviewInvitations,
+    { input: { inviteeEmails: ['new@elsewhere.example'], streamIds: [], ...input } },
+    w.users[who].auth,
+  );
   expect(result.status).toBe(200);
   expect(result.errors).toBeUndefined();
   return result.data!.previewInvitations;
@@ -80,7 +85,12 @@ describe('previewInvitations', () => {
 
   test('an invalid address refuses the whole request: invalid ones first, then existing accounts', async () => {
     const w = await world();
-    const input = { inviteeEmails: ['mark@lighthouse.example, not-an-address, fine@elsewhere.example, x@mailinator.com', 'dora@lighthouse.example, a@@b.example'] };
+    const input = {
+      inviteeEmails: [
+        'mark@lighthouse.example, not-an-address, fine@elsewhere.example, x@mailinator.com',
+        'dora@lighthouse.example, a@@b.example',
+      ],
+    };
     expect(await preview(w, 'member', input)).toEqual(
       invitationFailed("Some emails did not validate, so we didn't send any invitations.", {
         errors: [
@@ -143,10 +153,18 @@ describe('previewInvitations', () => {
       ['owner', { groupIds: [await other.groupId('support')] }, badRequest('Invalid user group')],
       ['owner', { groupIds: [await w.groupId('alumni')] }, badRequest('User group is deactivated.')],
       ['member', { welcomeMessageCustomText: '' }, badRequest('Must be an organization administrator')],
-      ['admin', { welcomeMessageCustomText: 'x'.repeat(8001) }, badRequest('welcome_message_custom_text is too long (limit: 8000 characters)')],
+      [
+        'admin',
+        { welcomeMessageCustomText: 'x'.repeat(8001) },
+        badRequest('welcome_message_custom_text is too long (limit: 8000 characters)'),
+      ],
       ['admin', { inviteExpiresInMinutes: -(2 ** 31) }, badRequest('Invalid invite_expires_in_minutes: Value error, Out of range')],
       // Channel errors come before the welcome-text check, address errors after both.
-      ['member', { streamIds: [boardroom], welcomeMessageCustomText: 'hi', inviteeEmails: ['bad'] }, badRequest(`Invalid channel ID ${boardroom}. No invites were sent.`)],
+      [
+        'member',
+        { streamIds: [boardroom], welcomeMessageCustomText: 'hi', inviteeEmails: ['bad'] },
+        badRequest(`Invalid channel ID ${boardroom}. No invites were sent.`),
+      ],
     ];
     for (const [who, input, expected] of cases) expect(await preview(w, who, input), `${who} ${JSON.stringify(input)}`).toEqual(expected);
     expect(await writtenRows()).toEqual(before);
@@ -167,8 +185,12 @@ describe('previewInvitations', () => {
   test('the limits: a preview reports the refusal the send would give, counting what was sent today', async () => {
     const daily = await world((f) => (f.organization.max_invites = 3));
     await createInvitations(server, daily, [{ email: 'earlier@elsewhere.example' }]);
-    expect(await preview(daily, 'member', { inviteeEmails: ['a@elsewhere.example, b@elsewhere.example'] })).toMatchObject({ wouldInvite: 2 });
-    expect(await preview(daily, 'member', { inviteeEmails: ['a@elsewhere.example, b@elsewhere.example, mark@lighthouse.example'] })).toEqual(
+    expect(await preview(daily, 'member', { inviteeEmails: ['a@elsewhere.example, b@elsewhere.example'] })).toMatchObject({
+      wouldInvite: 2,
+    });
+    expect(
+      await preview(daily, 'member', { inviteeEmails: ['a@elsewhere.example, b@elsewhere.example, mark@lighthouse.example'] }),
+    ).toEqual(
       invitationFailed(
         'To protect users, Zulip limits the number of invitations you can send in one day. Because you have reached the limit, no invitations were sent.',
         { daily: true },
@@ -186,7 +208,9 @@ describe('previewInvitations', () => {
       for (const u of f.users) u.date_joined = joinedNow;
     });
     expect(await preview(young, 'member', {})).toEqual(
-      invitationFailed('Your account is too new to send invites for this organization. Ask an organization admin, or a more experienced user.'),
+      invitationFailed(
+        'Your account is too new to send invites for this organization. Ask an organization admin, or a more experienced user.',
+      ),
     );
     expect((await preview(young, 'admin', {})).__typename).toBe('InvitationPreview');
   });
@@ -202,7 +226,10 @@ describe('previewInvitations', () => {
       let answered = false;
       const waitsOnTheHolder = async () => {
         while (!answered) {
-          const [waiting] = await server.app.sql.rows<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
+          const [waiting] = await server.app.sql.rows<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+            [pid],
+          );
           if (waiting!.n > 0) return 'a backend waited on the lock';
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
@@ -232,7 +259,9 @@ describe('previewInvitations', () => {
     const response = await fetch(`${server.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: w.users.member.auth },
-      body: JSON.stringify({ query: 'query { previewInvitations(input: { inviteeEmails: ["a@b.example"], streamIds: [1e20] }) { __typename } }' }),
+      body: JSON.stringify({
+        query: 'query { previewInvitations(input: { inviteeEmails: ["a@b.example"], streamIds: [1e20] }) { __typename } }',
+      }),
     });
     const body = (await response.json()) as { data?: unknown; errors: { message: string }[] };
     expect(body.data).toBeUndefined();

@@ -26,7 +26,9 @@ test.each([
 });
 
 test('selectedFieldCount: the root fields through fragments, __typename not counted unless asked', () => {
-  const { operation, fragments } = infoOf('mutation { a: revokeInvitation(id: 1) { __typename } ...More __typename } fragment More on Mutation { b: revokeInvitation(id: 2) { __typename } ... on Mutation { c: resendInvitation(id: 3) { __typename } } }');
+  const { operation, fragments } = infoOf(
+    'mutation { a: revokeInvitation(id: 1) { __typename } ...More __typename } fragment More on Mutation { b: revokeInvitation(id: 2) { __typename } ... on Mutation { c: resendInvitation(id: 3) { __typename } } }',
+  );
   expect(selectedFieldCount(operation.selectionSet, fragments)).toBe(3);
   expect(selectedFieldCount(operation.selectionSet, fragments, (name) => name === 'resendInvitation')).toBe(1);
 });
@@ -34,9 +36,13 @@ test('selectedFieldCount: the root fields through fragments, __typename not coun
 test.each([
   ['as nodes', '{ invitationPage { nodes { referrer { id } } } }', true],
   ['as edges { node }', '{ invitationPage { edges { cursor node { id referrer { id } } } } }', true],
-  ['through fragments at each step', '{ invitationPage { ...Page } } fragment Page on InvitationConnection { edges { ... on InvitationEdge { node { ...Who } } } } fragment Who on Invitation { referrer { id } }', true],
+  [
+    'through fragments at each step',
+    '{ invitationPage { ...Page } } fragment Page on InvitationConnection { edges { ... on InvitationEdge { node { ...Who } } } } fragment Who on Invitation { referrer { id } }',
+    true,
+  ],
   ['not at all', '{ invitationPage { nodes { id } edges { cursor node { email } } totalCount } }', false],
   ['only beside the nodes', '{ invitationPage { referrer { id } pageInfo { hasNextPage } } }', false],
-])('connectionSelects: a page asking for its nodes\' referrer %s', (_how, document, expected) => {
+])("connectionSelects: a page asking for its nodes' referrer %s", (_how, document, expected) => {
   expect(connectionSelects(infoOf(document), 'referrer')).toBe(expected);
 });

@@ -70,7 +70,11 @@ function outcomeOf(answer: Answer, failure?: unknown): Outcome {
 
 /** `count` subscriptions of one user on one WebSocket, sent back to back. */
 async function overOneWebSocket(authorization: string, after: string, count: number): Promise<Outcome[]> {
-  const client = createWsClient({ url: `${server.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: authorization } });
+  const client = createWsClient({
+    url: `${server.url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { Authorization: authorization },
+  });
   const stops: (() => void)[] = [];
   closers.push(async () => {
     for (const stop of stops) stop();
@@ -94,9 +98,13 @@ async function overOneWebSocket(authorization: string, after: string, count: num
 
 /** `count` subscriptions of one user, each on its own connection (WebSocket or SSE request), opened together. */
 async function overOwnConnections(transport: 'ws' | 'sse', authorization: string, after: string, count: number): Promise<Outcome[]> {
-  const subscriptions: OpenSubscription<unknown>[] = Array.from({ length: count }, () => subscribe(transport, server.url, authorization, DOCUMENT, { after }));
+  const subscriptions: OpenSubscription<unknown>[] = Array.from({ length: count }, () =>
+    subscribe(transport, server.url, authorization, DOCUMENT, { after }),
+  );
   closers.push(async () => void (await Promise.all(subscriptions.map((subscription) => subscription.close()))));
-  return Promise.all(subscriptions.map(async (subscription) => outcomeOf((await subscription.next(ANSWER_MS)) as Answer, subscription.failure())));
+  return Promise.all(
+    subscriptions.map(async (subscription) => outcomeOf((await subscription.next(ANSWER_MS)) as Answer, subscription.failure())),
+  );
 }
 
 function tally(outcomes: Outcome[]): Record<string, number> {
@@ -134,7 +142,13 @@ test.each(['ws', 'sse'] as const)('150 connections of one user admitted at once 
 test('a mix of one user: one WebSocket carrying 300, 60 WebSockets and 60 SSE requests at once: 100 live', async () => {
   const { world, after } = await worldWithReplay();
   const auth = world.users.member.auth;
-  const outcomes = (await Promise.all([overOneWebSocket(auth, after, 300), overOwnConnections('ws', auth, after, 60), overOwnConnections('sse', auth, after, 60)])).flat();
+  const outcomes = (
+    await Promise.all([
+      overOneWebSocket(auth, after, 300),
+      overOwnConnections('ws', auth, after, 60),
+      overOwnConnections('sse', auth, after, 60),
+    ])
+  ).flat();
   expect(tally(outcomes)).toEqual({ live: 100, 'per-user refusal': 320 });
 });
 
@@ -161,7 +175,10 @@ test('subscriptions refused after their admission (a cursor past the log) are un
   // Those admitted count until they are refused: meanwhile the others may meet the user's cap.
   const counts = tally(refused.map((outcome) => (outcome.includes('Invalid cursor') ? 'invalid cursor' : outcome)));
   expect(counts['invalid cursor']).toBeGreaterThanOrEqual(MAX_SUBSCRIPTIONS_PER_USER);
-  expect(counts).toEqual({ 'invalid cursor': counts['invalid cursor'], ...(counts['per-user refusal'] && { 'per-user refusal': counts['per-user refusal'] }) });
+  expect(counts).toEqual({
+    'invalid cursor': counts['invalid cursor'],
+    ...(counts['per-user refusal'] && { 'per-user refusal': counts['per-user refusal'] }),
+  });
   expect(server.app.eventStreams!.admitted).toBe(0);
   expect(tally(await overOneWebSocket(auth, after, 101))).toEqual({ live: 100, 'per-user refusal': 1 });
 });
@@ -177,7 +194,9 @@ test('subscribers that go away while their subscriptions are being admitted free
     // An event committed now stays unpositioned (the process's reader only tries the lock).
     expect((await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth })).status).toBe(200);
     // Fewer than the pool's connections: each one held by an admission that waits.
-    const subscriptions = (['sse', 'ws'] as const).flatMap((transport) => Array.from({ length: 4 }, () => subscribe(transport, server.url, auth, DOCUMENT, {})));
+    const subscriptions = (['sse', 'ws'] as const).flatMap((transport) =>
+      Array.from({ length: 4 }, () => subscribe(transport, server.url, auth, DOCUMENT, {})),
+    );
     for (const subscription of subscriptions) void subscription.next(ANSWER_MS);
     await eventually(() => server.app.eventStreams!.admitted === subscriptions.length, 30_000);
     await Promise.all(subscriptions.map((subscription) => subscription.close()));

@@ -78,7 +78,13 @@ const open: OpenSubscription<unknown>[] = [];
  * before (what committed before it, another's event) would be the first thing it receives: each test's
  * first expected event proves that nothing came.
  */
-async function follow<T, V>(transport: Transport, world: World, who: WorldUserName, document: Parameters<typeof subscribe<T, V>>[3], variables: V) {
+async function follow<T, V>(
+  transport: Transport,
+  world: World,
+  who: WorldUserName,
+  document: Parameters<typeof subscribe<T, V>>[3],
+  variables: V,
+) {
   const before = server.app.eventStreams!.size;
   const subscription = subscribe(transport, server.url, world.users[who].auth, document, variables);
   open.push(subscription as OpenSubscription<unknown>);
@@ -92,11 +98,15 @@ const deactivateEmoji = (world: World, who: WorldUserName, name: string) =>
 
 /** A new emoji of the organization: an ADDED event for every subscriber of it (a marker that must come next). */
 async function addEmoji(world: World, name: string) {
-  const added = await postFiles(server.url, `/realm/emoji/${name}`, world.users.owner.auth, [{ name: `${name}.png`, type: 'image/png', content: await pngImage() }]);
+  const added = await postFiles(server.url, `/realm/emoji/${name}`, world.users.owner.auth, [
+    { name: `${name}.png`, type: 'image/png', content: await pngImage() },
+  ]);
   expect(added.status).toBe(200);
 }
 
-const emojiAdded = (name: string) => ({ data: { customEmojiChanged: { cursor: expect.any(String), change: 'ADDED', emoji: expect.objectContaining({ name }) } } });
+const emojiAdded = (name: string) => ({
+  data: { customEmojiChanged: { cursor: expect.any(String), change: 'ADDED', emoji: expect.objectContaining({ name }) } },
+});
 
 afterAll(async () => {
   await Promise.all(open.map((s) => s.close()));
@@ -141,22 +151,48 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const invite = (email: string) => postInvites(server.url, world.users.member.auth, { invitee_emails: email, stream_ids: '[]' });
     expect((await invite('not-an-address')).status).toBe(400);
     expect((await invite('new.person@lighthouse.example')).status).toBe(200);
-    const listed = (emails: string[]) => ({ data: { invitationsChanged: { cursor: expect.any(String), invitations: emails.map((email) => ({ email })) } } });
-    const everyPending = (await server.app.prisma.invitation.findMany({ where: { organizationId: world.org.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    const listed = (emails: string[]) => ({
+      data: { invitationsChanged: { cursor: expect.any(String), invitations: emails.map((email) => ({ email })) } },
+    });
+    const everyPending = (
+      await server.app.prisma.invitation.findMany({
+        where: { organizationId: world.org.id, status: 'PENDING' },
+        orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
+      })
+    ).map((i) => i.email);
     expect(await subscribers.owner.next()).toEqual(listed(everyPending));
     expect(await subscribers.admin.next()).toEqual(listed(everyPending));
-    const own = (await server.app.prisma.invitation.findMany({ where: { referrerId: world.users.member.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    const own = (
+      await server.app.prisma.invitation.findMany({
+        where: { referrerId: world.users.member.id, status: 'PENDING' },
+        orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
+      })
+    ).map((i) => i.email);
     expect(await subscribers.member.next()).toEqual(listed(own));
     // A resend sends nothing; the revocation that follows is the inviter's next event.
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'new.person@lighthouse.example' } });
-    expect((await callApi(server.url, 'POST', `/invites/${invitation.id}/resend`, { authorization: world.users.admin.auth })).status).toBe(200);
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: world.org.id, email: 'new.person@lighthouse.example' },
+    });
+    expect((await callApi(server.url, 'POST', `/invites/${invitation.id}/resend`, { authorization: world.users.admin.auth })).status).toBe(
+      200,
+    );
     expect((await callApi(server.url, 'DELETE', `/invites/${invitation.id}`, { authorization: world.users.admin.auth })).status).toBe(200);
     expect(await subscribers.member.next()).toEqual(listed(own.filter((email) => email !== 'new.person@lighthouse.example')));
     // The moderator's first event is its own invitation's, the outsider's its own organization's: nothing came before.
-    expect((await postInvites(server.url, world.users.moderator.auth, { invitee_emails: 'by.moderator@lighthouse.example', stream_ids: '[]' })).status).toBe(200);
+    expect(
+      (await postInvites(server.url, world.users.moderator.auth, { invitee_emails: 'by.moderator@lighthouse.example', stream_ids: '[]' }))
+        .status,
+    ).toBe(200);
     expect(await subscribers.moderator.next()).toEqual(listed(['by.moderator@lighthouse.example']));
-    expect((await postInvites(server.url, other.users.owner.auth, { invitee_emails: 'in.other@lighthouse.example', stream_ids: '[]' })).status).toBe(200);
-    const othersPending = (await server.app.prisma.invitation.findMany({ where: { organizationId: other.org.id, status: 'PENDING' }, orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }] })).map((i) => i.email);
+    expect(
+      (await postInvites(server.url, other.users.owner.auth, { invitee_emails: 'in.other@lighthouse.example', stream_ids: '[]' })).status,
+    ).toBe(200);
+    const othersPending = (
+      await server.app.prisma.invitation.findMany({
+        where: { organizationId: other.org.id, status: 'PENDING' },
+        orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
+      })
+    ).map((i) => i.email);
     expect(await subscribers.outsider.next()).toEqual(listed(othersPending));
   });
 
@@ -164,7 +200,9 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const world = await newWorld();
     const owner = await follow(transport, world, 'member', AttachmentChanges, {});
     const someoneElse = await follow(transport, world, 'admin', AttachmentChanges, {});
-    const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'notes.txt', content: 'hello subscriptions' }]);
+    const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [
+      { name: 'notes.txt', content: 'hello subscriptions' },
+    ]);
     expect(uploaded.status).toBe(200);
     const added = await owner.next();
     expect(added).toEqual({
@@ -179,7 +217,9 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     });
     const id = (added as { data: { attachmentsChanged: { attachmentId: number } } }).data.attachmentsChanged.attachmentId;
     expect((await callApi(server.url, 'DELETE', `/attachments/${id}`, { authorization: world.users.member.auth })).status).toBe(200);
-    expect(await owner.next()).toEqual({ data: { attachmentsChanged: { change: 'REMOVED', attachmentId: id, attachment: null, uploadSpaceUsed: expect.any(Number) } } });
+    expect(await owner.next()).toEqual({
+      data: { attachmentsChanged: { change: 'REMOVED', attachmentId: id, attachment: null, uploadSpaceUsed: expect.any(Number) } },
+    });
     // The administrator's first event is its own upload's: neither of the member's came before it.
     expect((await postFiles(server.url, '/user_uploads', world.users.admin.auth, [{ name: 'own.txt', content: 'mine' }])).status).toBe(200);
     expect(await someoneElse.next()).toMatchObject({ data: { attachmentsChanged: { change: 'ADDED', attachment: { name: 'own.txt' } } } });
@@ -192,7 +232,9 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const received = (await first.next()) as { data: { customEmojiChanged: { cursor: string } } };
     await first.close();
     await deactivateEmoji(world, 'owner', 'green_tick');
-    const resumed = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
+    const resumed = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, {
+      after: received.data.customEmojiChanged.cursor,
+    });
     open.push(resumed as OpenSubscription<unknown>);
     expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });
     // Then the next new event, and nothing (no event delivered twice) before it.
@@ -201,13 +243,19 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
 
     for (const cursor of ['nonsense', Buffer.from('event:999999999999').toString('base64url')]) {
       const refused = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: cursor });
-      expect(await refused.next()).toMatchObject({ errors: [{ message: 'Invalid cursor: pass the cursor of an earlier event of this subscription.', extensions: { code: 'BAD_REQUEST' } }] });
+      expect(await refused.next()).toMatchObject({
+        errors: [
+          { message: 'Invalid cursor: pass the cursor of an earlier event of this subscription.', extensions: { code: 'BAD_REQUEST' } },
+        ],
+      });
       await refused.close();
     }
 
     await runOnTestDatabase(`UPDATE event SET "createdAt" = now() - interval '1 day' WHERE "organizationId" = $1`, [world.org.id]);
     await removeExpired(server.app.sql);
-    const pruned = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, { after: received.data.customEmojiChanged.cursor });
+    const pruned = subscribe(transport, server.url, world.users.member.auth, EmojiChanges, {
+      after: received.data.customEmojiChanged.cursor,
+    });
     expect(await pruned.next()).toMatchObject({ errors: [{ extensions: { code: 'EVENTS_PRUNED' } }] });
     await pruned.close();
   });
@@ -240,7 +288,10 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     const world = await newWorld();
     const aliases = Array.from({ length: 31 }, (_, i) => `c${i}: cursor`).join(' ');
     for (const [query, message] of [
-      ['subscription TwoFields { a: customEmojiChanged { cursor } b: customEmojiChanged { cursor } }', 'Subscription "TwoFields" must select only one top level field.'],
+      [
+        'subscription TwoFields { a: customEmojiChanged { cursor } b: customEmojiChanged { cursor } }',
+        'Subscription "TwoFields" must select only one top level field.',
+      ],
       [`subscription ManyAliases { customEmojiChanged { ${aliases} } }`, 'Syntax Error: Aliases limit of 30 exceeded, found 31.'],
     ]) {
       const refused = subscribe(transport, server.url, world.users.member.auth, query!, {});
@@ -267,7 +318,10 @@ describe('credentials and origins', () => {
     const world = await newWorld();
     const query = encodeURIComponent('subscription { customEmojiChanged { change emoji { name } } }');
     const abort = new AbortController();
-    const response = await fetch(`${server.url}/graphql?query=${query}`, { headers: { authorization: world.users.member.auth, accept: 'text/event-stream' }, signal: abort.signal });
+    const response = await fetch(`${server.url}/graphql?query=${query}`, {
+      headers: { authorization: world.users.member.auth, accept: 'text/event-stream' },
+      signal: abort.signal,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await eventually(() => server.app.eventStreams!.size > 0);
@@ -330,9 +384,15 @@ describe('credentials and origins', () => {
 test('while the listening connection was down: a key reset still ends the subscription, and a waiting poll is answered', async () => {
   const world = await newWorld();
   const subscription = await follow('sse', world, 'admin', EmojiChanges, {});
-  const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+  const registered = await callApi(server.url, 'POST', '/register', {
+    authorization: world.users.member.auth,
+    form: { event_types: '["realm_emoji"]' },
+  });
   const queueId = registered.body.queue_id as string;
-  const waiting = callApi(server.url, 'GET', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId, last_event_id: '-1' } });
+  const waiting = callApi(server.url, 'GET', '/events', {
+    authorization: world.users.member.auth,
+    query: { queue_id: queueId, last_event_id: '-1' },
+  });
   await eventually(async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null);
   // The key is reset while the process hears nothing: its NOTIFY is lost. Only this file's database's
   // listener: the other files' server processes run beside it on the same PostgreSQL.
@@ -355,10 +415,22 @@ test('at most 100 subscriptions a user on one server (one WebSocket carries them
   const before = server.app.eventStreams!.size;
   const stops: (() => void)[] = [];
   try {
-    for (let i = 0; i < 100; i++) stops.push(client.subscribe({ query: 'subscription { customEmojiChanged { cursor } }' }, { next: () => {}, error: () => {}, complete: () => {} }));
+    for (let i = 0; i < 100; i++)
+      stops.push(
+        client.subscribe(
+          { query: 'subscription { customEmojiChanged { cursor } }' },
+          { next: () => {}, error: () => {}, complete: () => {} },
+        ),
+      );
     await eventually(() => server.app.eventStreams!.size === before + 100, 10_000);
-    const refused = await new Promise((resolve) => client.subscribe({ query: 'subscription { customEmojiChanged { cursor } }' }, { next: resolve, error: resolve, complete: () => {} }));
-    expect(refused).toMatchObject({ errors: [{ message: 'A user may hold at most 100 subscriptions on one server: close some first.', extensions: { code: 'BAD_REQUEST' } }] });
+    const refused = await new Promise((resolve) =>
+      client.subscribe({ query: 'subscription { customEmojiChanged { cursor } }' }, { next: resolve, error: resolve, complete: () => {} }),
+    );
+    expect(refused).toMatchObject({
+      errors: [
+        { message: 'A user may hold at most 100 subscriptions on one server: close some first.', extensions: { code: 'BAD_REQUEST' } },
+      ],
+    });
   } finally {
     for (const stop of stops) stop();
     await client.dispose();
@@ -370,7 +442,10 @@ test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE',
   const small = await startTestServer({ maxSubscriptions: 2 });
   try {
     const world = await createWorld(small.app.prisma);
-    const held = [subscribe('ws', small.url, world.users.member.auth, EmojiChanges, {}), subscribe('sse', small.url, world.users.admin.auth, EmojiChanges, {})];
+    const held = [
+      subscribe('ws', small.url, world.users.member.auth, EmojiChanges, {}),
+      subscribe('sse', small.url, world.users.admin.auth, EmojiChanges, {}),
+    ];
     await eventually(() => small.app.eventStreams!.size === 2);
     // Over SSE the request itself is refused, so that clients retry (perhaps on another server).
     const overSse = await fetch(`${small.url}/graphql`, {
@@ -387,7 +462,9 @@ test('a server holding MAX_SUBSCRIPTIONS refuses more with SERVICE_UNAVAILABLE',
     // Over WebSocket the operation's error says it, without the HTTP hints.
     const overWs = subscribe('ws', small.url, world.users.owner.auth, EmojiChanges, {});
     const wsAnswer = await overWs.next();
-    expect(wsAnswer).toMatchObject({ errors: [{ message: 'This server holds as many subscriptions as it may: try again later (or another server).' }] });
+    expect(wsAnswer).toMatchObject({
+      errors: [{ message: 'This server holds as many subscriptions as it may: try again later (or another server).' }],
+    });
     expect(typeof wsAnswer === 'object' && wsAnswer.errors?.map((error) => error.extensions)).toEqual([{ code: 'SERVICE_UNAVAILABLE' }]);
     await Promise.all([...held, overSseClient, overWs].map((s) => s.close()));
   } finally {
@@ -408,10 +485,18 @@ test('a backlog of more than one positioning batch committed before: neither a n
   const world = await newWorld();
   await commitEmojiBacklog(world, 25_000);
   const subscription = await follow('ws', world, 'member', EmojiChanges, {});
-  const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth, form: { event_types: '["realm_emoji"]' } });
+  const registered = await callApi(server.url, 'POST', '/register', {
+    authorization: world.users.guest.auth,
+    form: { event_types: '["realm_emoji"]' },
+  });
   expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
-  expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
-  const polled = await callApi(server.url, 'GET', '/events', { authorization: world.users.guest.auth, query: { queue_id: registered.body.queue_id, last_event_id: '-1' } });
+  expect(await subscription.next()).toMatchObject({
+    data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } },
+  });
+  const polled = await callApi(server.url, 'GET', '/events', {
+    authorization: world.users.guest.auth,
+    query: { queue_id: registered.body.queue_id, last_event_id: '-1' },
+  });
   expect(polled.body.events).toHaveLength(1);
 }, 120_000);
 
@@ -436,8 +521,12 @@ test("a backlog the process's reader hands a new subscription before it knows wh
       return server.app.eventStreams!.admitted > before && rows.length > 0;
     }, 5_000);
     // Meanwhile the reader reads the backlog, then the invitation committed after it.
-    expect((await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'after-backlog@example.com', stream_ids: '[]' })).status).toBe(200);
-    expect(await witness.next()).toMatchObject({ data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'after-backlog@example.com' }]) } } });
+    expect(
+      (await postInvites(server.url, world.users.owner.auth, { invitee_emails: 'after-backlog@example.com', stream_ids: '[]' })).status,
+    ).toBe(200);
+    expect(await witness.next()).toMatchObject({
+      data: { invitationsChanged: { invitations: expect.arrayContaining([{ email: 'after-backlog@example.com' }]) } },
+    });
   } finally {
     following = server.app.eventStreams!.size;
     await horizon.query('COMMIT');
@@ -445,7 +534,9 @@ test("a backlog the process's reader hands a new subscription before it knows wh
   }
   await eventually(() => server.app.eventStreams!.size > following, 5_000);
   expect((await deactivateEmoji(world, 'owner', 'lighthouse')).status).toBe(200);
-  expect(await subscription.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } } });
+  expect(await subscription.next()).toMatchObject({
+    data: { customEmojiChanged: { change: 'DEACTIVATED', emoji: { name: 'lighthouse' } } },
+  });
 });
 
 test('shutdown ends every stream at once, on both transports', async () => {
@@ -479,7 +570,9 @@ describe('replay order', () => {
         WHERE "organizationId" = $1 AND type = 'realm_emoji'`,
       [world.org.id, ninesPosition],
     );
-    const resumed = subscribe('sse', server.url, world.users.member.auth, EmojiChanges, { after: Buffer.from(`event:${ninesPosition - 1}`).toString('base64url') });
+    const resumed = subscribe('sse', server.url, world.users.member.auth, EmojiChanges, {
+      after: Buffer.from(`event:${ninesPosition - 1}`).toString('base64url'),
+    });
     open.push(resumed as OpenSubscription<unknown>);
     expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
     expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'green_tick' } } } });

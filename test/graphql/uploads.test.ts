@@ -57,8 +57,14 @@ afterAll(() => uploads.close());
 const prisma = () => uploads.server.app.prisma;
 const newWorld = (customize?: Parameters<typeof createWorld>[1]) => createWorld(prisma(), customize);
 const counter = async (world: World) => (await prisma().organization.findUniqueOrThrow({ where: { id: world.org.id } })).uploadSpaceUsed;
-const upload = (serverUrl: string, world: World, name: string, content: string | Uint8Array, type = 'text/plain', user: keyof World['users'] = 'member') =>
-  gqlMultipart(serverUrl, UploadFile, {}, [{ variable: 'file', name, type, content }], world.users[user].auth);
+const upload = (
+  serverUrl: string,
+  world: World,
+  name: string,
+  content: string | Uint8Array,
+  type = 'text/plain',
+  user: keyof World['users'] = 'member',
+) => gqlMultipart(serverUrl, UploadFile, {}, [{ variable: 'file', name, type, content }], world.users[user].auth);
 
 describe('uploadFile', () => {
   test('U6: stores the file, returns the attachment and the name, counts N bytes at once; the bytes come back', async () => {
@@ -91,7 +97,11 @@ describe('uploadFile', () => {
     await prisma().organization.update({ where: { id: world.org.id }, data: { uploadSpaceUsed: (1n << 30n) - 5n } });
     const keys = await uploads.storedKeys();
     const result = await upload(uploads.server.url, world, 'a.txt', '123456');
-    expect(result.data!.uploadFile).toEqual({ __typename: 'BadRequestError', message: "Upload would exceed your organization's upload quota.", code: 'REALM_UPLOAD_QUOTA' });
+    expect(result.data!.uploadFile).toEqual({
+      __typename: 'BadRequestError',
+      message: "Upload would exceed your organization's upload quota.",
+      code: 'REALM_UPLOAD_QUOTA',
+    });
     expect(await uploads.storedKeys()).toEqual(keys);
     expect(await counter(world)).toBe((1n << 30n) - 5n);
     const limits = await gql(uploads.server.url, Limits, {}, world.users.member.auth);
@@ -115,7 +125,9 @@ describe('uploadFile', () => {
     } finally {
       await small.close();
     }
-    const anonymous = await gqlMultipart(uploads.server.url, UploadFile, {}, [{ variable: 'file', name: 'a.txt', type: 'text/plain', content: 'x' }]);
+    const anonymous = await gqlMultipart(uploads.server.url, UploadFile, {}, [
+      { variable: 'file', name: 'a.txt', type: 'text/plain', content: 'x' },
+    ]);
     expect(anonymous.status).toBe(401);
   });
 });
@@ -139,13 +151,18 @@ describe('deleteAttachment', () => {
     const broken = await startUploadServer('directory');
     try {
       const world = await createWorld(broken.server.app.prisma);
-      const used = async () => Number((await broken.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id } })).uploadSpaceUsed);
+      const used = async () =>
+        Number((await broken.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id } })).uploadSpaceUsed);
       const before = await used();
       const uploaded = (await upload(broken.server.url, world, 'stuck.txt', 'stuck')).data!.uploadFile;
       if (uploaded.__typename !== 'UploadFileSuccess') throw new Error(JSON.stringify(uploaded));
       await broken.breakStorage();
       const result = await gql(broken.server.url, DeleteAttachment, { id: uploaded.attachment.id }, world.users.member.auth);
-      expect(result.data!.deleteAttachment).toEqual({ __typename: 'DeleteAttachmentSuccess', id: uploaded.attachment.id, uploadSpaceUsed: before });
+      expect(result.data!.deleteAttachment).toEqual({
+        __typename: 'DeleteAttachmentSuccess',
+        id: uploaded.attachment.id,
+        uploadSpaceUsed: before,
+      });
       expect(await used()).toBe(before);
       expect(await broken.server.app.prisma.attachment.count({ where: { id: uploaded.attachment.id } })).toBe(0);
     } finally {
@@ -155,8 +172,21 @@ describe('deleteAttachment', () => {
 });
 
 describe('addCustomEmoji', () => {
-  const addEmoji = (world: World, user: keyof World['users'], name: string, content: Uint8Array, fileName = 'img.png', type = 'image/png') =>
-    gqlMultipart(uploads.server.url, AddCustomEmoji, { name }, [{ variable: 'file', name: fileName, type, content }], world.users[user].auth);
+  const addEmoji = (
+    world: World,
+    user: keyof World['users'],
+    name: string,
+    content: Uint8Array,
+    fileName = 'img.png',
+    type = 'image/png',
+  ) =>
+    gqlMultipart(
+      uploads.server.url,
+      AddCustomEmoji,
+      { name },
+      [{ variable: 'file', name: fileName, type, content }],
+      world.users[user].auth,
+    );
 
   test('E1, E12: a new emoji with its id and URLs; an animated one has a still image', async () => {
     const world = await newWorld();
@@ -190,10 +220,26 @@ describe('addCustomEmoji', () => {
       message: 'Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.',
       code: 'BAD_REQUEST',
     });
-    expect(await refusal('member', 'tif', await tiffImage(), 'img.tif', 'image/tiff')).toEqual({ __typename: 'BadRequestError', message: 'Invalid image format', code: 'BAD_IMAGE' });
-    expect(await refusal('member', 'green_tick', png)).toEqual({ __typename: 'BadRequestError', message: 'A custom emoji with this name already exists.', code: 'BAD_REQUEST' });
-    expect(await refusal('member', 'smile', png)).toEqual({ __typename: 'BadRequestError', message: 'Only administrators can override default emoji.', code: 'BAD_REQUEST' });
-    expect(await refusal('guest', 'hello', png)).toEqual({ __typename: 'BadRequestError', message: 'Not allowed for guest users', code: 'BAD_REQUEST' });
+    expect(await refusal('member', 'tif', await tiffImage(), 'img.tif', 'image/tiff')).toEqual({
+      __typename: 'BadRequestError',
+      message: 'Invalid image format',
+      code: 'BAD_IMAGE',
+    });
+    expect(await refusal('member', 'green_tick', png)).toEqual({
+      __typename: 'BadRequestError',
+      message: 'A custom emoji with this name already exists.',
+      code: 'BAD_REQUEST',
+    });
+    expect(await refusal('member', 'smile', png)).toEqual({
+      __typename: 'BadRequestError',
+      message: 'Only administrators can override default emoji.',
+      code: 'BAD_REQUEST',
+    });
+    expect(await refusal('guest', 'hello', png)).toEqual({
+      __typename: 'BadRequestError',
+      message: 'Not allowed for guest users',
+      code: 'BAD_REQUEST',
+    });
     expect(await prisma().customEmoji.count({ where: { organizationId: world.org.id } })).toBe(3);
   });
 });

@@ -30,7 +30,8 @@ function openPost(path: string, headers: Record<string, string>) {
     req.on('response', resolve);
     setTimeout(() => reject(new Error(`no answer to POST ${path} within 10 s while its body was unfinished`)), 10_000).unref();
   });
-  const write = (bytes: Uint8Array) => new Promise<void>((resolve, reject) => req.write(bytes, (error) => (error ? reject(error) : resolve())));
+  const write = (bytes: Uint8Array) =>
+    new Promise<void>((resolve, reject) => req.write(bytes, (error) => (error ? reject(error) : resolve())));
   return { req, answer, write };
 }
 
@@ -43,7 +44,10 @@ async function jsonOf(response: IncomingMessage) {
 /** Sends `start`, then up to 1.25 MiB more, a 64 KiB chunk every 20 ms, never ending the body; expects the 413 before the end. */
 async function expectRefusedWhileArriving(post: ReturnType<typeof openPost>, start = new Uint8Array()) {
   let answered = false;
-  void post.answer.then(() => (answered = true), () => {});
+  void post.answer.then(
+    () => (answered = true),
+    () => {},
+  );
   if (start.length > 0) await post.write(start);
   let sent = start.length;
   while (!answered && sent < 1.25 * MiB) {
@@ -61,12 +65,22 @@ async function expectRefusedWhileArriving(post: ReturnType<typeof openPost>, sta
 }
 
 test('a chunked body over 1 MiB, arriving slowly, is refused with 413 before it ends', async () => {
-  await expectRefusedWhileArriving(openPost('/api/v1/invites', { authorization: world.users.owner.auth, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }));
+  await expectRefusedWhileArriving(
+    openPost('/api/v1/invites', {
+      authorization: world.users.owner.auth,
+      'content-type': 'application/x-www-form-urlencoded',
+      'transfer-encoding': 'chunked',
+    }),
+  );
   expect(await uploads.server.app.prisma.invitation.count({ where: { organizationId: world.org.id } })).toBe(0);
 });
 
 test('a chunked GraphQL body over 1 MiB is refused with 413 before it ends (Yoga has no limit of its own)', async () => {
-  const post = openPost('/graphql', { authorization: world.users.owner.auth, 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+  const post = openPost('/graphql', {
+    authorization: world.users.owner.auth,
+    'content-type': 'application/json',
+    'transfer-encoding': 'chunked',
+  });
   await expectRefusedWhileArriving(post, new TextEncoder().encode('{"query":"{ me { id } }","padding":"'));
 });
 
@@ -79,10 +93,17 @@ test('an upload declaring 50 MiB with a wrong key is answered 401 after 64 KiB o
     'content-length': String(50 * MiB),
   });
   const keysBefore = await uploads.storedKeys();
-  await post.write(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`));
+  await post.write(
+    Buffer.from(
+      `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.bin"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+    ),
+  );
   await post.write(CHUNK);
   try {
-    expect(await jsonOf(await post.answer)).toEqual({ status: 401, body: { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' } });
+    expect(await jsonOf(await post.answer)).toEqual({
+      status: 401,
+      body: { result: 'error', msg: 'Invalid API key', code: 'UNAUTHORIZED' },
+    });
   } finally {
     post.req.destroy();
   }
@@ -95,7 +116,13 @@ test('a 6 MiB file goes to S3 as a multipart upload (a small one in one request)
     const uploaded = await postFiles(uploads.server.url, '/user_uploads', world.users.member.auth, [{ name, content }]);
     expect(uploaded.status).toBe(200);
     const key = `files/${(uploaded.body.url as string).slice('/user_uploads/'.length)}`;
-    return { url: uploaded.body.url as string, stored: uploads.s3Events().filter((e) => e.key === key).map(({ name, size }) => ({ name, size })) };
+    return {
+      url: uploaded.body.url as string,
+      stored: uploads
+        .s3Events()
+        .filter((e) => e.key === key)
+        .map(({ name, size }) => ({ name, size })),
+    };
   };
   const small = await store('small.bin', new Uint8Array(1024));
   expect(small.stored).toEqual([{ name: 'ObjectCreated:Put', size: 1024 }]);

@@ -119,7 +119,12 @@ async function wholeAttachmentsBody(ownerId: number, extra: Record<string, unkno
 async function wholeInvitesBody(referrerId?: number) {
   const now = new Date();
   const rows = await server.app.prisma.invitation.findMany({
-    where: { organizationId: world.org.id, ...(referrerId ? { referrerId } : {}), status: 'PENDING', OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] },
+    where: {
+      organizationId: world.org.id,
+      ...(referrerId ? { referrerId } : {}),
+      status: 'PENDING',
+      OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
+    },
     orderBy: { id: 'asc' },
   });
   const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
@@ -137,7 +142,7 @@ async function wholeInvitesBody(referrerId?: number) {
 }
 
 describe('lists longer than a page', () => {
-  test('GET /attachments streams exactly the whole list\'s body, plain and gzip-compressed, unknown parameters after the total', async () => {
+  test("GET /attachments streams exactly the whole list's body, plain and gzip-compressed, unknown parameters after the total", async () => {
     const auth = { authorization: world.users.member.auth };
     const plain = await raw(server.url, '/api/v1/attachments', auth);
     expect(plain.status).toBe(200);
@@ -164,7 +169,11 @@ describe('lists longer than a page', () => {
   });
 
   test('GraphQL attachments gives every file with its messages, in order', async () => {
-    const response = await graphql(server.url, world.users.member.auth, '{ attachments { uploadSpaceUsed attachments { id name size createTime messages { id } } } }');
+    const response = await graphql(
+      server.url,
+      world.users.member.auth,
+      '{ attachments { uploadSpaceUsed attachments { id name size createTime messages { id } } } }',
+    );
     expect(response.status).toBe(200);
     const { data } = JSON.parse(response.body.toString());
     const expected = JSON.parse(await wholeAttachmentsBody(world.users.member.id));
@@ -195,16 +204,24 @@ describe('lists longer than a page', () => {
 
   test('GraphQL invitations: newest first across pages (ties by id), pending only unless asked', async () => {
     for (const includeInactive of [false, true]) {
-      const response = await graphql(server.url, world.users.admin.auth, `{ invitations(includeInactive: ${includeInactive}) { id status expiresAt } }`);
+      const response = await graphql(
+        server.url,
+        world.users.admin.auth,
+        `{ invitations(includeInactive: ${includeInactive}) { id status expiresAt } }`,
+      );
       expect(response.status).toBe(200);
       const { data } = JSON.parse(response.body.toString());
       const now = new Date();
       const rows = await server.app.prisma.invitation.findMany({
-        where: { organizationId: world.org.id, ...(includeInactive ? {} : { status: 'PENDING', OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] }) },
+        where: {
+          organizationId: world.org.id,
+          ...(includeInactive ? {} : { status: 'PENDING', OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] }),
+        },
         orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
       });
       expect(rows.length).toBeGreaterThan(INVITATION_PAGE_SIZE);
-      const status = (r: (typeof rows)[number]) => (r.status === 'PENDING' && r.expiresAt !== null && r.expiresAt <= now ? 'EXPIRED' : r.status);
+      const status = (r: (typeof rows)[number]) =>
+        r.status === 'PENDING' && r.expiresAt !== null && r.expiresAt <= now ? 'EXPIRED' : r.status;
       expect(data.invitations).toEqual(
         rows.map((r) => ({ id: r.id, status: status(r), expiresAt: r.expiresAt ? Math.floor(r.expiresAt.getTime() / 1000) : null })),
       );

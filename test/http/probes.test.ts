@@ -83,7 +83,12 @@ test('after SIGTERM: the slow request in flight completes with 200 and closes it
       server.child.kill('SIGTERM');
       await waitForOutput(server, /SIGTERM received: finishing requests in flight, then exiting\./);
     };
-    const received = await conversation(url!, `${headers}\r\n\r\n${body.slice(0, half)}`, sigterm, `${body.slice(half)}GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const received = await conversation(
+      url!,
+      `${headers}\r\n\r\n${body.slice(0, half)}`,
+      sigterm,
+      `${body.slice(half)}GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
 
     // One answer, then the connection closes: a client keeping it alive (a long poll asking again at
     // once) would otherwise keep the drain from ever ending.
@@ -102,7 +107,12 @@ test('while starting (waiting for its database): /livez 200, /readyz 503 startin
   const port = (free.address() as AddressInfo).port;
   await new Promise((resolve) => free.close(resolve));
   const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-starting-'));
-  const server = startServerProcess({ DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/teamchat', DATABASE_WAIT_SECONDS: '600' });
+  const server = startServerProcess({
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/teamchat',
+    DATABASE_WAIT_SECONDS: '600',
+  });
   try {
     // It listens before it waits for the database, and says so at every try.
     await waitForOutput(server, /is unreachable .*trying again in 2 s \(try 1\)/);

@@ -32,7 +32,9 @@ test("its lines are redacted as the process logger's, and its children keep the 
   const { logger, lines } = capturedLogger('info');
   const log = requestLogger(logger, 'request-2');
   log.child({ part: 'outbox' }).error({ apiKey: 'secret-key', authorization: 'Basic c2VjcmV0' }, 'failed');
-  expect(lines).toEqual([expect.objectContaining({ requestId: 'request-2', part: 'outbox', apiKey: '[redacted]', authorization: '[redacted]', msg: 'failed' })]);
+  expect(lines).toEqual([
+    expect.objectContaining({ requestId: 'request-2', part: 'outbox', apiKey: '[redacted]', authorization: '[redacted]', msg: 'failed' }),
+  ]);
 });
 
 test("its level is its own: raising it leaves the process logger's as it was", () => {

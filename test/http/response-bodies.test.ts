@@ -64,7 +64,12 @@ describe('large answers', () => {
   });
 
   test('a GraphQL answer of multi-byte names declares its length in bytes and arrives whole', async () => {
-    const response = await exchange('/graphql', 'POST', { authorization: world.users.member.auth, 'content-type': 'application/json' }, JSON.stringify({ query: '{ attachments { attachments { name } } }' }));
+    const response = await exchange(
+      '/graphql',
+      'POST',
+      { authorization: world.users.member.auth, 'content-type': 'application/json' },
+      JSON.stringify({ query: '{ attachments { attachments { name } } }' }),
+    );
     expect(response.status).toBe(200);
     expect(response.body.length).toBeGreaterThan(16 * 1024);
     expect(response.contentLength).toBe(String(response.body.length));

@@ -55,7 +55,7 @@ async function accept(world: World, input: Parameters<typeof createInvitation>[2
   return { invitation, auth, page: result.body };
 }
 
-test('acceptance creates the account with its role, channels, groups, and closes the address\'s other invitations', async () => {
+test("acceptance creates the account with its role, channels, groups, and closes the address's other invitations", async () => {
   const world = await createWorld(server.app.prisma);
   const other = await createWorld(server.app.prisma);
   const email = uniqueEmail('nora');
@@ -74,10 +74,18 @@ test('acceptance creates the account with its role, channels, groups, and closes
   expect(await gql(server.url, AcceptedMe, {}, auth)).toEqual({
     status: 200,
     data: {
-      me: { email, fullName: 'Nora New', role: 'MODERATOR', subscriptions: [{ name: 'design' }, { name: 'general' }], groups: [{ name: 'support' }] },
+      me: {
+        email,
+        fullName: 'Nora New',
+        role: 'MODERATOR',
+        subscriptions: [{ name: 'design' }, { name: 'general' }],
+        groups: [{ name: 'support' }],
+      },
     },
   });
-  const user = await server.app.prisma.user.findUniqueOrThrow({ where: { organizationId_emailKey: { organizationId: world.org.id, emailKey: email } } });
+  const user = await server.app.prisma.user.findUniqueOrThrow({
+    where: { organizationId_emailKey: { organizationId: world.org.id, emailKey: email } },
+  });
   const statuses = await server.app.prisma.invitation.findMany({
     where: { id: { in: [invitation.id, sameAddressAgain.id, elsewhere.id] } },
     orderBy: { id: 'asc' },
@@ -92,7 +100,12 @@ test('acceptance creates the account with its role, channels, groups, and closes
   // Welcome Bot: the intro, then the organization's text (the invitation's was null).
   expect(await gql(server.url, Inbox, {}, auth)).toEqual({
     status: 200,
-    data: { directMessages: [{ content: 'Welcome aboard! Start in #general.', sender: welcomeBot }, { content: WELCOME_BOT_INTRO, sender: welcomeBot }] },
+    data: {
+      directMessages: [
+        { content: 'Welcome aboard! Start in #general.', sender: welcomeBot },
+        { content: WELCOME_BOT_INTRO, sender: welcomeBot },
+      ],
+    },
   });
   const referrerInbox = await gql(server.url, Inbox, { limit: 1 }, world.users.admin.auth);
   expect(referrerInbox.data?.directMessages).toEqual([
@@ -103,12 +116,20 @@ test('acceptance creates the account with its role, channels, groups, and closes
 test('the welcome text: the invitation\'s own, none for "", and no referrer message when not wanted or the referrer left', async () => {
   const world = await createWorld(server.app.prisma);
   const contents = async (auth: string) => (await gql(server.url, Inbox, {}, auth)).data?.directMessages.map((m) => m.content);
-  const custom = await accept(world, { email: uniqueEmail('c'), welcomeMessageCustomText: 'Hi from **the team**', notifyReferrerOnJoin: false });
+  const custom = await accept(world, {
+    email: uniqueEmail('c'),
+    welcomeMessageCustomText: 'Hi from **the team**',
+    notifyReferrerOnJoin: false,
+  });
   expect(await contents(custom.auth)).toEqual(['Hi from **the team**', WELCOME_BOT_INTRO]);
   const none = await accept(world, { email: uniqueEmail('n'), welcomeMessageCustomText: '', referrer: 'deactivated' });
   expect(await contents(none.auth)).toEqual([WELCOME_BOT_INTRO]);
   const dora = world.users.deactivated.id;
-  expect(await server.app.prisma.directMessageRecipient.count({ where: { userId: dora, message: { dateSent: { gt: new Date(Date.now() - DAY) } } } })).toBe(0);
+  expect(
+    await server.app.prisma.directMessageRecipient.count({
+      where: { userId: dora, message: { dateSent: { gt: new Date(Date.now() - DAY) } } },
+    }),
+  ).toBe(0);
   expect(await contents(world.users.admin.auth)).toEqual([]);
 });
 
@@ -119,7 +140,14 @@ test('directMessages refuses a limit outside 1..100', async () => {
     expect(result).toEqual({
       status: 200,
       data: null,
-      errors: [{ message: 'limit must be between 1 and 100', locations: expect.any(Array), path: ['directMessages'], extensions: { code: 'BAD_REQUEST' } }],
+      errors: [
+        {
+          message: 'limit must be between 1 and 100',
+          locations: expect.any(Array),
+          path: ['directMessages'],
+          extensions: { code: 'BAD_REQUEST' },
+        },
+      ],
     });
   }
 });
@@ -133,17 +161,30 @@ test('unusable links show a clear page and change nothing', async () => {
   const cases: [string, number, string][] = [
     ['short', 404, 'This invitation link is malformed. Check that you copied the whole link from the e-mail.'],
     ['a'.repeat(25), 404, 'This invitation link is malformed. Check that you copied the whole link from the e-mail.'],
-    ['%3Cscript%3Ealert(1)%3C%2Fscript%3Eaaaaaa', 404, 'This invitation link is malformed. Check that you copied the whole link from the e-mail.'],
+    [
+      '%3Cscript%3Ealert(1)%3C%2Fscript%3Eaaaaaa',
+      404,
+      'This invitation link is malformed. Check that you copied the whole link from the e-mail.',
+    ],
     ['a'.repeat(24), 404, 'This invitation link does not exist. Check that you copied the whole link from the e-mail.'],
     [expired.confirmationKey, 410, 'This invitation link has expired. Ask the person who invited you for a new invitation.'],
     [revoked.confirmationKey, 410, 'This invitation has been revoked. Ask the person who invited you for a new invitation.'],
     [used.invitation.confirmationKey, 410, 'This invitation link has already been used to create an account.'],
-    [existing.confirmationKey, 409, 'An account for MARK@lighthouse.example already exists in Lighthouse Cooperative. Log in with it instead.'],
+    [
+      existing.confirmationKey,
+      409,
+      'An account for MARK@lighthouse.example already exists in Lighthouse Cooperative. Log in with it instead.',
+    ],
   ];
   const users = await server.app.prisma.user.count({ where: { organizationId: world.org.id } });
   for (const [key, status, message] of cases) {
     const shown = await open(key);
-    expect({ key, status: shown.status, type: shown.type, error: errorOn(shown.body) }).toEqual({ key, status, type: 'text/html; charset=utf-8', error: message });
+    expect({ key, status: shown.status, type: shown.type, error: errorOn(shown.body) }).toEqual({
+      key,
+      status,
+      type: 'text/html; charset=utf-8',
+      error: message,
+    });
     expect(shown.body).not.toContain('<form');
     const posted = await submit(key, 'Eve Evil');
     expect({ key, status: posted.status, error: errorOn(posted.body) }).toEqual({ key, status, error: message });
@@ -160,7 +201,8 @@ test('a license limit reached since the invitation was sent refuses cleanly', as
   const late = await createInvitation(server, world, { email: uniqueEmail('late') });
   const users = await server.app.prisma.user.count({ where: { organizationId: world.org.id } });
   const refused = await submit(late.confirmationKey, 'Larry Late');
-  const message = 'Lighthouse Cooperative has no license left for a new account. Ask the person who invited you to contact an administrator.';
+  const message =
+    'Lighthouse Cooperative has no license left for a new account. Ask the person who invited you to contact an administrator.';
   expect({ status: refused.status, error: errorOn(refused.body) }).toEqual({ status: 403, error: message });
   expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id } })).toBe(users);
   expect((await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: late.id } })).status).toBe('PENDING');
@@ -200,10 +242,16 @@ test('the form asks for a password; a weak one (or none) shows the form again wi
   const world = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, world, { email: uniqueEmail('weak') });
   const form = await open(invitation.confirmationKey);
-  expect(form.body).toContain('<input id="password" name="password" type="password" required minlength="6" maxlength="100" autocomplete="new-password">');
+  expect(form.body).toContain(
+    '<input id="password" name="password" type="password" required minlength="6" maxlength="100" autocomplete="new-password">',
+  );
   for (const weak of ['', 'abc', 'password123', 'x7#Qp', `${'Zq9!'.repeat(25)}x`]) {
     const refused = await submit(invitation.confirmationKey, 'Wendy Weak', weak);
-    expect({ weak, status: refused.status, error: errorOn(refused.body) }).toEqual({ weak, status: 200, error: 'The password is too weak.' });
+    expect({ weak, status: refused.status, error: errorOn(refused.body) }).toEqual({
+      weak,
+      status: 200,
+      error: 'The password is too weak.',
+    });
     expect(refused.body).toContain('value="Wendy Weak"');
     if (weak) expect(refused.body).not.toContain(weak);
   }
@@ -212,11 +260,14 @@ test('the form asks for a password; a weak one (or none) shows the form again wi
 
   const created = await submit(invitation.confirmationKey, 'Wendy Weak', 'Wendy-lighthouse-2026');
   expect(created.status).toBe(200);
-  const fetched = await fetch(`${server.url}/api/v1/fetch_api_key`, { method: 'POST', body: new URLSearchParams({ username: invitation.email, password: 'Wendy-lighthouse-2026' }) });
+  const fetched = await fetch(`${server.url}/api/v1/fetch_api_key`, {
+    method: 'POST',
+    body: new URLSearchParams({ username: invitation.email, password: 'Wendy-lighthouse-2026' }),
+  });
   expect(await fetched.json()).toMatchObject({ result: 'success', api_key: apiKeyOn(created.body), email: invitation.email });
 });
 
-test('a password holding NUL shows the form again with the reference\'s words and creates nothing', async () => {
+test("a password holding NUL shows the form again with the reference's words and creates nothing", async () => {
   const world = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, world, { email: uniqueEmail('nul') });
   for (const withNul of ['Wendy-lighthouse-2026\0', '\0abc']) {
@@ -232,9 +283,13 @@ test('a double submit creates one account; the second submit is told the link wa
   const world = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, world, { email: uniqueEmail('twice') });
   // Both wait on the organization's row (PostgreSQL shows them) before the test lets it go.
-  const results = await whileOrganizationLocked(world.org.id, () => Promise.all([submit(invitation.confirmationKey, 'Twice Tina'), submit(invitation.confirmationKey, 'Twice Tina')]), {
-    waiters: 2,
-  });
+  const results = await whileOrganizationLocked(
+    world.org.id,
+    () => Promise.all([submit(invitation.confirmationKey, 'Twice Tina'), submit(invitation.confirmationKey, 'Twice Tina')]),
+    {
+      waiters: 2,
+    },
+  );
   const statuses = results.map((r) => r.status).sort();
   expect(statuses).toEqual([200, 410]);
   const refused = results.find((r) => r.status === 410)!;
@@ -257,7 +312,9 @@ test('acceptance signs the new person in as the sign-in form does: the session c
   expect(setCookieHeader(answer, 'sessionid')).toMatch(/^sessionid=[A-Za-z0-9_-]{43}; Max-Age=1209600; Path=\/; SameSite=Lax; HttpOnly$/);
   expect(formCsrfToken(page)).toBe(cookies.csrftoken);
   expect(page).toContain('<a href="/graphql" id="graphiql">');
-  expect(page).toContain(`<form method="post" action="/accounts/logout/">\n<input type="hidden" name="csrfmiddlewaretoken" value="${cookies.csrftoken}">`);
+  expect(page).toContain(
+    `<form method="post" action="/accounts/logout/">\n<input type="hidden" name="csrfmiddlewaretoken" value="${cookies.csrftoken}">`,
+  );
   expect(apiKeyOn(page)).toMatch(/^[A-Za-z0-9]{32}$/);
 
   // The session is the new person's, on /graphql and /json.

@@ -25,7 +25,12 @@ async function scenario() {
   const world = await createWorld(server.app.prisma);
   const other = await createWorld(server.app.prisma);
   const byMember = await createInvitation(server, world, { email: uniqueEmail('m'), referrer: 'member' });
-  const byAdmin = await createInvitation(server, world, { email: uniqueEmail('a'), referrer: 'admin', invitedAs: 300, notifyReferrerOnJoin: false });
+  const byAdmin = await createInvitation(server, world, {
+    email: uniqueEmail('a'),
+    referrer: 'admin',
+    invitedAs: 300,
+    notifyReferrerOnJoin: false,
+  });
   const asOwner = await createInvitation(server, world, { email: uniqueEmail('o'), referrer: 'owner', invitedAs: 100, expiresAt: null });
   const expired = await createInvitation(server, world, {
     email: uniqueEmail('e'),
@@ -73,7 +78,10 @@ test('GET /invites: administrators see every pending, unexpired invitation; othe
   const asGuest = await callApi(server.url, 'GET', '/invites', { authorization: users.guest.auth });
   expect(asGuest).toMatchObject({ status: 400, body: { result: 'error', msg: 'Not allowed for guest users', code: 'BAD_REQUEST' } });
   const asBot = await callApi(server.url, 'GET', '/invites', { authorization: users.bot.auth });
-  expect(asBot).toMatchObject({ status: 400, body: { result: 'error', msg: 'This endpoint does not accept bot requests.', code: 'BAD_REQUEST' } });
+  expect(asBot).toMatchObject({
+    status: 400,
+    body: { result: 'error', msg: 'This endpoint does not accept bot requests.', code: 'BAD_REQUEST' },
+  });
 });
 
 test('DELETE /invites/{id}: referrer or administrator; owner invitations need an owner; the rest is "No such invitation"', async () => {
@@ -113,7 +121,10 @@ test('DELETE /invites/{id}: referrer or administrator; owner invitations need an
   expect((await revoke('member', s.byMember.id)).body).toEqual(noSuchInvitation);
   expect((await revoke('admin', s.expired.id)).body).toEqual({ result: 'success', msg: '' });
   expect((await revoke('owner', s.asOwner.id)).body).toEqual({ result: 'success', msg: '' });
-  const withExtra = await callApi(server.url, 'DELETE', `/invites/${s.byAdmin.id}`, { authorization: users.admin.auth, form: { surprise: '1' } });
+  const withExtra = await callApi(server.url, 'DELETE', `/invites/${s.byAdmin.id}`, {
+    authorization: users.admin.auth,
+    form: { surprise: '1' },
+  });
   expect(withExtra.body).toEqual({ result: 'success', msg: '', ignored_parameters_unsupported: ['surprise'] });
   expect(await statusOf(s.elsewhere)).toBe('PENDING');
 });
@@ -126,7 +137,11 @@ test('POST /invites/{id}/resend queues the e-mail again, re-dates the invitation
 
   expect((await resend('member', s.byAdmin.id)).body).toEqual(noSuchInvitation);
   expect((await resend('admin', s.elsewhere.id)).body).toEqual(noSuchInvitation);
-  expect((await resend('admin', s.asOwner.id)).body).toEqual({ result: 'error', msg: 'Must be an organization owner', code: 'UNAUTHORIZED_PRINCIPAL' });
+  expect((await resend('admin', s.asOwner.id)).body).toEqual({
+    result: 'error',
+    msg: 'Must be an organization owner',
+    code: 'UNAUTHORIZED_PRINCIPAL',
+  });
   expect([await emailsQueued(s.byAdmin), await emailsQueued(s.elsewhere), await emailsQueued(s.asOwner)]).toEqual([1, 1, 1]);
 
   const before = await server.app.prisma.invitation.findUniqueOrThrow({ where: { id: s.expired.id } });
@@ -215,7 +230,18 @@ test('GraphQL: invitations newest first, revoke and resend with the same rules',
   const mine = await gql(server.url, Invitations, {}, users.member.auth);
   expect(mine).toEqual({
     status: 200,
-    data: { invitations: [{ id: s.byMember.id, email: s.byMember.email, status: 'PENDING', invitedAs: 'MEMBER', expiresAt: expect.any(Number), referrer: { id: users.member.id } }] },
+    data: {
+      invitations: [
+        {
+          id: s.byMember.id,
+          email: s.byMember.email,
+          status: 'PENDING',
+          invitedAs: 'MEMBER',
+          expiresAt: expect.any(Number),
+          referrer: { id: users.member.id },
+        },
+      ],
+    },
   });
   const all = await gql(server.url, Invitations, { includeInactive: true }, users.member.auth);
   // Newest first: the revoked one was created last; the expired one was dated three days back.
@@ -254,7 +280,13 @@ test('GraphQL: invitations newest first, revoke and resend with the same rules',
   });
   expect(await statusOf(s.elsewhere)).toBe('PENDING');
   const guest = await gql(server.url, Invitations, {}, users.guest.auth);
-  expect(guest).toEqual({ status: 200, data: null, errors: [{ message: 'Not allowed for guest users', locations: expect.any(Array), path: ['invitations'], extensions: { code: 'BAD_REQUEST' } }] });
+  expect(guest).toEqual({
+    status: 200,
+    data: null,
+    errors: [
+      { message: 'Not allowed for guest users', locations: expect.any(Array), path: ['invitations'], extensions: { code: 'BAD_REQUEST' } },
+    ],
+  });
 });
 
 type Listed = { id: number; referrer?: { id: number; email: string } };
@@ -265,7 +297,11 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
     /** A world whose member and admin sent `count` invitations; the owner lists them. */
     const listed = async (count: number) => {
       const world = await createWorld(server.app.prisma);
-      const inputs = Array.from({ length: count }, (_, i) => ({ email: uniqueEmail(`s${i}`), referrer: i % 2 ? ('admin' as const) : ('member' as const), queueEmail: false }));
+      const inputs = Array.from({ length: count }, (_, i) => ({
+        email: uniqueEmail(`s${i}`),
+        referrer: i % 2 ? ('admin' as const) : ('member' as const),
+        queueEmail: false,
+      }));
       const created = await createInvitations(server, world, inputs);
       const referrerOf = new Map(created.map((invitation, i) => [invitation.id, world.users[inputs[i]!.referrer].id]));
       const list = async (query: string) => {
@@ -274,7 +310,9 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
           headers: { 'content-type': 'application/json', authorization: world.users.owner.auth },
           body: JSON.stringify({ query }),
         });
-        const body = (await response.json()) as { data: { invitations?: Listed[]; me?: { invitationPage: { nodes?: Listed[]; edges?: { node: Listed }[] } } } };
+        const body = (await response.json()) as {
+          data: { invitations?: Listed[]; me?: { invitationPage: { nodes?: Listed[]; edges?: { node: Listed }[] } } };
+        };
         const page = body.data.me?.invitationPage;
         const invitations = body.data.invitations ?? page?.nodes ?? page!.edges!.map((edge) => edge.node);
         expect(invitations).toHaveLength(count);
@@ -287,7 +325,8 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
     const direct = '{ invitations { id referrer { id email } } }';
     const throughFragment = '{ invitations { id ...Who } } fragment Who on Invitation { ... on Invitation { referrer { id email } } }';
     const pageNodes = '{ me { invitationPage(first: 40) { nodes { id referrer { id email } } } } }';
-    const pageEdges = '{ me { invitationPage(first: 40) { edges { node { id ...Who } } } } } fragment Who on Invitation { referrer { id email } }';
+    const pageEdges =
+      '{ me { invitationPage(first: 40) { edges { node { id ...Who } } } } } fragment Who on Invitation { referrer { id email } }';
     const few = await listed(3);
     const many = await listed(30);
     /** Each query asking for referrers takes the statements of `without`, for 3 invitations as for 30, and gives each invitation its own referrer. */

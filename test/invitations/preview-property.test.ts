@@ -55,13 +55,32 @@ const weighted = <T>(choices: [T, number][]) => fc.oneof(...choices.map(([value,
 
 const organizationArbitrary = fc.record({
   inviteRequired: fc.boolean(),
-  restrictedToDomains: weighted([[false, 5], [true, 1]]),
+  restrictedToDomains: weighted([
+    [false, 5],
+    [true, 1],
+  ]),
   disposableRefused: fc.boolean(),
   /** max_invites = the invitations sent today + this; null: no daily limit. */
-  dailyHeadroom: weighted<number | null>([[null, 12], [0, 1], [2, 1], [4, 1]]),
+  dailyHeadroom: weighted<number | null>([
+    [null, 12],
+    [0, 1],
+    [2, 1],
+    [4, 1],
+  ]),
   /** license_limit = the seats taken + this; null: no limit. */
-  spareSeats: weighted<number | null>([[null, 10], [-1, 1], [2, 1], [8, 1]]),
-  canInviteUsers: weighted([['role:members', 24], ['role:administrators', 1], ['role:moderators', 1], ['role:fullmembers', 1], ['role:nobody', 1]]),
+  spareSeats: weighted<number | null>([
+    [null, 10],
+    [-1, 1],
+    [2, 1],
+    [8, 1],
+  ]),
+  canInviteUsers: weighted([
+    ['role:members', 24],
+    ['role:administrators', 1],
+    ['role:moderators', 1],
+    ['role:fullmembers', 1],
+    ['role:nobody', 1],
+  ]),
   waitingPeriodDays: fc.constantFrom(0, 10),
   canAddSubscribers: fc.constantFrom('role:members', 'role:administrators'),
   designInviteOnly: fc.boolean(),
@@ -141,31 +160,63 @@ type GroupName = 'support' | 'leads' | 'alumni' | 'role:members' | 'foreign' | '
 
 // Each refusal of the whole request is rare, so that most runs reach the addresses and the limits.
 const inputArbitrary = fc.record({
-  caller: weighted<WorldUserName>([['owner', 4], ['admin', 4], ['moderator', 3], ['member', 8], ['guest', 1], ['bot', 1]]),
+  caller: weighted<WorldUserName>([
+    ['owner', 4],
+    ['admin', 4],
+    ['moderator', 3],
+    ['member', 8],
+    ['guest', 1],
+    ['bot', 1],
+  ]),
   entries: fc.oneof(
     { arbitrary: fc.array(entryArbitrary, { minLength: 1, maxLength: 3 }), weight: 20 },
     // Only addresses that have accounts (or are reserved): the send invites nobody.
-    { arbitrary: fc.array(fc.constantFrom(...ACTIVE, 'dora@lighthouse.example', 'welcome-bot@zulip.com'), { minLength: 1, maxLength: 3 }), weight: 3 },
+    {
+      arbitrary: fc.array(fc.constantFrom(...ACTIVE, 'dora@lighthouse.example', 'welcome-bot@zulip.com'), { minLength: 1, maxLength: 3 }),
+      weight: 3,
+    },
     { arbitrary: fc.constant<string[]>([]), weight: 1 },
   ),
   channels: fc.oneof(
     { arbitrary: fc.constant<ChannelName[]>([]), weight: 5 },
-    { arbitrary: fc.subarray<ChannelName>(['general', 'boardroom', 'old-news', 'design', 'foreign', 'missing'], { maxLength: 2 }), weight: 1 },
+    {
+      arbitrary: fc.subarray<ChannelName>(['general', 'boardroom', 'old-news', 'design', 'foreign', 'missing'], { maxLength: 2 }),
+      weight: 1,
+    },
   ),
   groups: fc.oneof(
     { arbitrary: fc.constant<GroupName[]>([]), weight: 10 },
-    { arbitrary: fc.subarray<GroupName>(['support', 'leads', 'alumni', 'role:members', 'foreign', 'missing'], { maxLength: 2 }), weight: 1 },
+    {
+      arbitrary: fc.subarray<GroupName>(['support', 'leads', 'alumni', 'role:members', 'foreign', 'missing'], { maxLength: 2 }),
+      weight: 1,
+    },
   ),
-  inviteAs: weighted<Role>([['MEMBER', 16], ['GUEST', 4], ['MODERATOR', 1], ['ADMINISTRATOR', 1], ['OWNER', 1]]),
-  welcome: weighted<string | undefined>([[undefined, 20], ['', 1], ['Welcome!', 1]]),
-  expiry: weighted<number | null | undefined>([[undefined, 16], [null, 2], [60, 2], [-(2 ** 31), 1]]),
+  inviteAs: weighted<Role>([
+    ['MEMBER', 16],
+    ['GUEST', 4],
+    ['MODERATOR', 1],
+    ['ADMINISTRATOR', 1],
+    ['OWNER', 1],
+  ]),
+  welcome: weighted<string | undefined>([
+    [undefined, 20],
+    ['', 1],
+    ['Welcome!', 1],
+  ]),
+  expiry: weighted<number | null | undefined>([
+    [undefined, 16],
+    [null, 2],
+    [60, 2],
+    [-(2 ** 31), 1],
+  ]),
 });
 type GeneratedInput = typeof inputArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
 const MISSING_ID = 2_147_483_647;
 
 async function toInput(w: World, g: GeneratedInput): Promise<SendInvitationsInput> {
-  const channelId = (name: ChannelName) => (name === 'missing' ? MISSING_ID : name === 'foreign' ? other.channelId('general') : w.channelId(name));
+  const channelId = (name: ChannelName) =>
+    name === 'missing' ? MISSING_ID : name === 'foreign' ? other.channelId('general') : w.channelId(name);
   const groupId = (name: GroupName) => (name === 'missing' ? MISSING_ID : name === 'foreign' ? other.groupId('support') : w.groupId(name));
   return {
     inviteeEmails: g.entries,
@@ -201,7 +252,8 @@ function sendAnswerFor(preview: Preview) {
   if (skipped.length === 0) return { __typename: 'SendInvitationsSuccess', invitations: invited };
   return {
     __typename: 'InvitationFailedError',
-    message: "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!",
+    message:
+      "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!",
     code: 'INVITATION_FAILED',
     errors: skipped,
     sentInvitations: true,
@@ -217,7 +269,9 @@ function outcomeKinds(preview: Preview): string[] {
 }
 
 const invitationEmails = async (w: World) =>
-  (await server.app.prisma.invitation.findMany({ where: { organizationId: w.org.id }, orderBy: { id: 'asc' }, select: { email: true } })).map((i) => i.email);
+  (
+    await server.app.prisma.invitation.findMany({ where: { organizationId: w.org.id }, orderBy: { id: 'asc' }, select: { email: true } })
+  ).map((i) => i.email);
 
 /** How often each kind of outcome occurred: the generators must reach all of them. */
 const outcomes = new Map<string, number>();

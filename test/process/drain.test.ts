@@ -56,5 +56,7 @@ test('SIGTERM while a request waits in the database: the request completes with 
   const answer = await inFlight;
   expect({ status: answer.status, body: await answer.json() }).toEqual({ status: 200, body: { result: 'success', msg: '' } });
   expect(await started.exited).toBe(0);
-  expect(await server.app.prisma.invitation.count({ where: { organizationId: world.org.id, email: 'late-in-the-day@elsewhere.example' } })).toBe(1);
+  expect(
+    await server.app.prisma.invitation.count({ where: { organizationId: world.org.id, email: 'late-in-the-day@elsewhere.example' } }),
+  ).toBe(1);
 });

@@ -6,7 +6,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { callApi, type ApiResponse } from '../support/rest.js';
 import { subscribe, TRANSPORTS, untilFollowing, type OpenSubscription } from '../support/subscriptions.js';
-import { listeningUrl, serverProcessesOnTestDatabase, startServerProcess, testDatabaseEnvironment, type ProcessesOnTestDatabase } from '../support/process.js';
+import {
+  listeningUrl,
+  serverProcessesOnTestDatabase,
+  startServerProcess,
+  testDatabaseEnvironment,
+  type ProcessesOnTestDatabase,
+} from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 import { pngImage } from '../support/images.js';
@@ -32,7 +38,10 @@ afterAll(async () => {
 const newWorld = () => createWorld(server.app.prisma);
 
 async function register(url: string, world: World): Promise<string> {
-  const response = await callApi(url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+  const response = await callApi(url, 'POST', '/register', {
+    authorization: world.users.member.auth,
+    form: { event_types: '["realm_emoji"]' },
+  });
   expect(response.status).toBe(200);
   return response.body.queue_id;
 }
@@ -79,7 +88,12 @@ describe('two processes, one database', () => {
     await waitUntilWaiting(queueId);
     await deactivate(b, world, 'green_tick');
     const answer = await waiting;
-    expect(answer.body).toEqual({ result: 'success', msg: '', events: [expect.objectContaining({ type: 'realm_emoji' })], queue_id: queueId });
+    expect(answer.body).toEqual({
+      result: 'success',
+      msg: '',
+      events: [expect.objectContaining({ type: 'realm_emoji' })],
+      queue_id: queueId,
+    });
   });
 
   test('a second poll through the other process answers the first; a DELETE through the first answers the second', async () => {
@@ -90,7 +104,9 @@ describe('two processes, one database', () => {
     const second = poll(b, world, queueId, -1, false);
     expect((await first).body).toEqual({ result: 'success', msg: '', events: [], queue_id: queueId });
     await waitUntilWaiting(queueId, firstMark);
-    expect((await callApi(a, 'DELETE', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId } })).status).toBe(200);
+    expect((await callApi(a, 'DELETE', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId } })).status).toBe(
+      200,
+    );
     expect((await second).body).toEqual({ result: 'success', msg: '', events: [], queue_id: queueId });
   });
 
@@ -152,7 +168,9 @@ describe('subscriptions across processes', () => {
 
   /** A new emoji, added through process `a`: an event for every subscriber of the organization. */
   async function addEmoji(world: World, name: string) {
-    const added = await postFiles(a, `/realm/emoji/${name}`, world.users.owner.auth, [{ name: `${name}.png`, type: 'image/png', content: await pngImage() }]);
+    const added = await postFiles(a, `/realm/emoji/${name}`, world.users.owner.auth, [
+      { name: `${name}.png`, type: 'image/png', content: await pngImage() },
+    ]);
     expect(added.status).toBe(200);
   }
 
@@ -179,36 +197,38 @@ describe('subscriptions across processes', () => {
     }
   });
 
-  test.each(TRANSPORTS)('over %s: SIGKILL of the process holding the subscription, with an event committed and not yet delivered: resumed on another with `after`, it arrives', async (transport) => {
-    const world = await newWorld();
-    const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
-    const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
-    try {
-      const url = await listeningUrl(doomed);
-      const first = subscribe(transport, url, world.users.member.auth, EmojiChanges, {});
-      await untilFollowingEmoji(first, world);
-      await deactivate(a, world, 'green_tick');
-      const seen = (await first.next()) as Payload;
-      // Frozen, the process holding the subscription cannot deliver what commits now: in flight when it dies.
-      doomed.child.kill('SIGSTOP');
-      await deactivate(a, world, 'lighthouse');
-      doomed.child.kill('SIGKILL');
-      await doomed.exited;
-      expect(await first.next()).toBe('ended');
-      await first.close();
-      const resumed = subscribe(transport, b, world.users.member.auth, EmojiChanges, { after: seen.data.customEmojiChanged.cursor });
+  test.each(TRANSPORTS)(
+    'over %s: SIGKILL of the process holding the subscription, with an event committed and not yet delivered: resumed on another with `after`, it arrives',
+    async (transport) => {
+      const world = await newWorld();
+      const dataDir = await mkdtemp(join(tmpdir(), 'teamchat-killed-'));
+      const doomed = startServerProcess({ ...(await testDatabaseEnvironment()), DATA_DIR: dataDir });
       try {
-        expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
-        // No second copy of it: the next payload is the change committed after it.
-        await addEmoji(world, 'after_resume');
-        expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'after_resume' } } } });
+        const url = await listeningUrl(doomed);
+        const first = subscribe(transport, url, world.users.member.auth, EmojiChanges, {});
+        await untilFollowingEmoji(first, world);
+        await deactivate(a, world, 'green_tick');
+        const seen = (await first.next()) as Payload;
+        // Frozen, the process holding the subscription cannot deliver what commits now: in flight when it dies.
+        doomed.child.kill('SIGSTOP');
+        await deactivate(a, world, 'lighthouse');
+        doomed.child.kill('SIGKILL');
+        await doomed.exited;
+        expect(await first.next()).toBe('ended');
+        await first.close();
+        const resumed = subscribe(transport, b, world.users.member.auth, EmojiChanges, { after: seen.data.customEmojiChanged.cursor });
+        try {
+          expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'lighthouse' } } } });
+          // No second copy of it: the next payload is the change committed after it.
+          await addEmoji(world, 'after_resume');
+          expect(await resumed.next()).toMatchObject({ data: { customEmojiChanged: { emoji: { name: 'after_resume' } } } });
+        } finally {
+          await resumed.close();
+        }
       } finally {
-        await resumed.close();
+        doomed.child.kill('SIGKILL'); // never left frozen, whatever failed
+        await rm(dataDir, { recursive: true, force: true });
       }
-    } finally {
-      doomed.child.kill('SIGKILL'); // never left frozen, whatever failed
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
-

@@ -57,7 +57,9 @@ describe('the embedded PostgreSQL', () => {
 
     const second = startServerProcess({ DATA_DIR: dataDir });
     expect(await second.exited).toBe(1);
-    expect(second.output()).toContain(`Cannot start: Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.\n`);
+    expect(second.output()).toContain(
+      `Cannot start: Another server is already running on the embedded database in ${dataDir}: stop it first, or set DATA_DIR elsewhere.\n`,
+    );
     expect(await health(url)).toBe(200);
 
     await stopServerProcess(first);
@@ -97,7 +99,9 @@ describe('start-up failures: one line, exit status 1, nothing written', () => {
     const port = (blocker.address() as { port: number }).port;
     const dataDir = join(scratch, 'never-created');
     try {
-      expect(await refused({ DATA_DIR: dataDir, PORT: String(port) })).toBe(`Cannot start: Port ${port} is already in use on 127.0.0.1: stop what runs there, or set PORT.\n`);
+      expect(await refused({ DATA_DIR: dataDir, PORT: String(port) })).toBe(
+        `Cannot start: Port ${port} is already in use on 127.0.0.1: stop what runs there, or set PORT.\n`,
+      );
       await expect(stat(dataDir)).rejects.toMatchObject({ code: 'ENOENT' });
     } finally {
       blocker.close();
@@ -105,28 +109,46 @@ describe('start-up failures: one line, exit status 1, nothing written', () => {
   });
 
   test('data directory that cannot be a folder', async () => {
-    expect(await refused({ DATA_DIR: '/etc/passwd/data' })).toBe('Cannot start: DATA_DIR /etc/passwd/data is not a writable folder (ENOTDIR): set DATA_DIR elsewhere.\n');
+    expect(await refused({ DATA_DIR: '/etc/passwd/data' })).toBe(
+      'Cannot start: DATA_DIR /etc/passwd/data is not a writable folder (ENOTDIR): set DATA_DIR elsewhere.\n',
+    );
   });
 
   test('malformed DATABASE_URL', async () => {
-    expect(await refused({ DATABASE_URL: 'localhost:5432' })).toBe('Cannot start: DATABASE_URL must start with postgresql:// (got localhost://...)\n');
-    expect(await refused({ DATABASE_URL: 'not a url' })).toBe('Cannot start: DATABASE_URL is not a URL: expected postgresql://user:password@host:5432/database\n');
+    expect(await refused({ DATABASE_URL: 'localhost:5432' })).toBe(
+      'Cannot start: DATABASE_URL must start with postgresql:// (got localhost://...)\n',
+    );
+    expect(await refused({ DATABASE_URL: 'not a url' })).toBe(
+      'Cannot start: DATABASE_URL is not a URL: expected postgresql://user:password@host:5432/database\n',
+    );
   });
 
   test('unreachable PostgreSQL: a message per try, then exit', async () => {
     const dataDir = await freshDataDir();
-    const output = await refused({ DATA_DIR: dataDir, DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/teamchat', DATABASE_WAIT_SECONDS: '3' });
+    const output = await refused({
+      DATA_DIR: dataDir,
+      DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/teamchat',
+      DATABASE_WAIT_SECONDS: '3',
+    });
     const lines = output.trim().split('\n');
     expect(lines.slice(0, -1).length).toBeGreaterThanOrEqual(1);
-    for (const line of lines.slice(0, -1)) expect(line).toMatch(/^PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable \(connect ECONNREFUSED 127\.0\.0\.1:1\); trying again in 2 s \(try \d\)\.$/);
-    expect(lines.at(-1)).toMatch(/^Cannot start: PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable .*gave up after \d tries \(DATABASE_WAIT_SECONDS=3\)\.$/);
+    for (const line of lines.slice(0, -1))
+      expect(line).toMatch(
+        /^PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable \(connect ECONNREFUSED 127\.0\.0\.1:1\); trying again in 2 s \(try \d\)\.$/,
+      );
+    expect(lines.at(-1)).toMatch(
+      /^Cannot start: PostgreSQL at 127\.0\.0\.1:1\/teamchat is unreachable .*gave up after \d tries \(DATABASE_WAIT_SECONDS=3\)\.$/,
+    );
     expect(await readdir(dataDir)).toEqual([]);
   }, 30_000);
 });
 
 test('`npm start`: SIGTERM to the PID it started stops the server and PostgreSQL, nothing left running', async () => {
   const dataDir = await freshDataDir();
-  const npm = spawn('npm', ['start', '--silent'], { env: environment({ DATA_DIR: dataDir, PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const npm = spawn('npm', ['start', '--silent'], {
+    env: environment({ DATA_DIR: dataDir, PORT: '0' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   npm.stdout.on('data', (chunk) => (output += chunk));
   npm.stderr.on('data', (chunk) => (output += chunk));

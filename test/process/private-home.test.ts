@@ -36,7 +36,8 @@ async function checkoutIn(home: string): Promise<string> {
   return app;
 }
 
-const postmasterPid = async (dataDir: string) => Number((await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+const postmasterPid = async (dataDir: string) =>
+  Number((await readFile(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
 
 describe.skipIf(!asRoot)(`as root, a checkout in a private home directory${asRoot ? '' : ` (${NOT_ROOT})`}`, () => {
   let home: string;
@@ -83,28 +84,38 @@ describe.skipIf(!asRoot)(`as root, a checkout in a private home directory${asRoo
 
     // With no server, the CLI starts the cluster itself and stops it afterwards.
     const file = join(home, 'org.json');
-    await writeFile(file, JSON.stringify({ organization: { string_id: 'private', name: 'Private' }, users: [{ email: 'owner@private.example', full_name: 'Owner', role: 100 }] }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        organization: { string_id: 'private', name: 'Private' },
+        users: [{ email: 'owner@private.example', full_name: 'Owner', role: 100 }],
+      }),
+    );
     expect(await runCliIn(app, {}, 'import', file)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\d+ private\n$/) });
     await expect(readFile(join(cluster, 'postmaster.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
     expect((await stat(home)).mode & 0o777).toBe(0o700);
   }, 240_000);
 });
 
-test.skipIf(!asRoot)('a cluster made in place that the postgres user can no longer reach: one line, exit status 1, nothing opened up', async () => {
-  const folder = await mkdtemp(join(tmpdir(), 'tc-in-place-'));
-  try {
-    await chmod(folder, 0o711);
-    const dataDir = join(folder, 'data');
-    expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toMatchObject({ code: 0 });
-    expect((await lstat(join(dataDir, 'postgres'))).isDirectory()).toBe(true);
-    await chmod(folder, 0o700);
-    expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toEqual({
-      code: 1,
-      stdout: '',
-      stderr: `The embedded PostgreSQL in ${dataDir}/postgres runs as the system user postgres (PostgreSQL refuses root), which cannot reach it: move that folder where it can, or run the server as the user who made it.\n`,
-    });
-    expect((await stat(folder)).mode & 0o777).toBe(0o700);
-  } finally {
-    await rm(folder, { recursive: true, force: true });
-  }
-}, 120_000);
+test.skipIf(!asRoot)(
+  'a cluster made in place that the postgres user can no longer reach: one line, exit status 1, nothing opened up',
+  async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'tc-in-place-'));
+    try {
+      await chmod(folder, 0o711);
+      const dataDir = join(folder, 'data');
+      expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toMatchObject({ code: 0 });
+      expect((await lstat(join(dataDir, 'postgres'))).isDirectory()).toBe(true);
+      await chmod(folder, 0o700);
+      expect(await runCliIn(undefined, { DATA_DIR: dataDir }, 'list-organizations')).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `The embedded PostgreSQL in ${dataDir}/postgres runs as the system user postgres (PostgreSQL refuses root), which cannot reach it: move that folder where it can, or run the server as the user who made it.\n`,
+      });
+      expect((await stat(folder)).mode & 0o777).toBe(0o700);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  },
+  120_000,
+);

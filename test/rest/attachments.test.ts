@@ -33,14 +33,27 @@ const deleteAttachment = (authorization: string, id: number | string) =>
 /** The reference's attachment object, from the database row. */
 async function expected(world: World, name: string, messageIds: number[]) {
   const row = await server.app.prisma.attachment.findFirstOrThrow({ where: { organizationId: world.org.id, name } });
-  return { id: row.id, name, path_id: row.pathId, size: Number(row.size), create_time: Math.floor(row.createTime.getTime() / 1000), message_ids: messageIds };
+  return {
+    id: row.id,
+    name,
+    path_id: row.pathId,
+    size: Number(row.size),
+    create_time: Math.floor(row.createTime.getTime() / 1000),
+    message_ids: messageIds,
+  };
 }
 
 /** A row as the upload service would write it: counted in the organization's total. */
 async function addAttachment(world: World, ownerId: number, name: string, size: bigint | number) {
   const [row] = await server.app.prisma.$transaction((tx) =>
     insertAttachments(tx, world.org.id, [
-      { organizationId: world.org.id, ownerId, name, size: BigInt(size), pathId: `${world.org.id}/ab/${world.org.stringId}-${name}/${name}` },
+      {
+        organizationId: world.org.id,
+        ownerId,
+        name,
+        size: BigInt(size),
+        pathId: `${world.org.id}/ab/${world.org.stringId}-${name}/${name}`,
+      },
     ]),
   );
   return row!;
@@ -67,7 +80,12 @@ describe('GET /attachments', () => {
   test("only the caller's own files: Olga sees her archive, not plan.pdf she reposted; the guest sees none", async () => {
     const world = await newWorld();
     const olga = await listAttachments(world.users.owner.auth);
-    expect(olga.body).toEqual({ result: 'success', msg: '', attachments: [await expected(world, 'archive.tar', [])], upload_space_used: WORLD_TOTAL });
+    expect(olga.body).toEqual({
+      result: 'success',
+      msg: '',
+      attachments: [await expected(world, 'archive.tar', [])],
+      upload_space_used: WORLD_TOTAL,
+    });
     const gina = await listAttachments(world.users.guest.auth);
     expect(gina.body).toEqual({ result: 'success', msg: '', attachments: [], upload_space_used: WORLD_TOTAL });
     const bot = await listAttachments(world.users.bot.auth);
@@ -93,7 +111,12 @@ describe('GET /attachments', () => {
     const world = await newWorld();
     const plan = await world.attachmentId('plan.pdf');
     const dm = await server.app.prisma.message.create({
-      data: { organizationId: world.org.id, senderId: world.users.guest.id, content: 'plan again', attachments: { create: { attachmentId: plan } } },
+      data: {
+        organizationId: world.org.id,
+        senderId: world.users.guest.id,
+        content: 'plan again',
+        attachments: { create: { attachmentId: plan } },
+      },
     });
     const response = await listAttachments(world.users.member.auth);
     expect(response.body.attachments[0]).toEqual(await expected(world, 'plan.pdf', [...world.messageIds.slice(0, 2), dm.id]));
@@ -129,7 +152,12 @@ describe('DELETE /attachments/{id}', () => {
     expect(await server.app.prisma.messageAttachment.count({ where: { attachmentId: plan } })).toBe(0);
     expect(await server.app.prisma.message.count({ where: { id: { in: world.messageIds } } })).toBe(3);
     const listing = await listAttachments(world.users.member.auth);
-    expect(listing.body).toEqual({ result: 'success', msg: '', attachments: [await expected(world, 'draft.txt', [])], upload_space_used: WORLD_TOTAL - 571_946 });
+    expect(listing.body).toEqual({
+      result: 'success',
+      msg: '',
+      attachments: [await expected(world, 'draft.txt', [])],
+      upload_space_used: WORLD_TOTAL - 571_946,
+    });
   });
 
   test('the counter stays the exact sum of the remaining files through deletions, refused ones included', async () => {
@@ -137,13 +165,18 @@ describe('DELETE /attachments/{id}', () => {
     const sum = async () =>
       (await server.app.prisma.attachment.aggregate({ where: { organizationId: world.org.id }, _sum: { size: true } }))._sum.size ?? 0n;
     const counter = async () =>
-      (await server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id }, select: { uploadSpaceUsed: true } })).uploadSpaceUsed;
+      (await server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id }, select: { uploadSpaceUsed: true } }))
+        .uploadSpaceUsed;
     expect(await counter()).toBe(BigInt(WORLD_TOTAL));
     const video = await addAttachment(world, world.users.member.id, 'video.mp4', 3_000_000_000);
     expect(await counter()).toBe(await sum());
     // Two concurrent deletions of one file (both wait on its row before the test lets it go) uncount it once.
-    const twice = await whileRowLocked('attachment', video.id, () =>
-      Promise.all([deleteAttachment(world.users.member.auth, video.id), deleteAttachment(world.users.member.auth, video.id)]), { waiters: 2 });
+    const twice = await whileRowLocked(
+      'attachment',
+      video.id,
+      () => Promise.all([deleteAttachment(world.users.member.auth, video.id), deleteAttachment(world.users.member.auth, video.id)]),
+      { waiters: 2 },
+    );
     expect(twice.map((r) => r.status).sort()).toEqual([200, 400]);
     expect(await counter()).toBe(BigInt(WORLD_TOTAL));
     await deleteAttachment(world.users.admin.auth, await world.attachmentId('archive.tar'));
@@ -177,7 +210,11 @@ describe('DELETE /attachments/{id}', () => {
     expect(notARoute.status).toBe(404);
     const anonymous = await callApi(server.url, 'DELETE', `/attachments/${await world.attachmentId('plan.pdf')}`);
     expect(anonymous.status).toBe(401);
-    expect(anonymous.body).toEqual({ result: 'error', msg: 'Not logged in: API authentication or user session required', code: 'UNAUTHORIZED' });
+    expect(anonymous.body).toEqual({
+      result: 'error',
+      msg: 'Not logged in: API authentication or user session required',
+      code: 'UNAUTHORIZED',
+    });
     expect(await server.app.prisma.attachment.count({ where: { organizationId: world.org.id } })).toBe(3);
   });
 });

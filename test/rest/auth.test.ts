@@ -37,7 +37,11 @@ async function expectRefused(call: ApiCall, status: number, body: object, wwwAut
 describe('no Authorization header', () => {
   test('an API client gets 401 with WWW-Authenticate', async () => {
     await expectRefused({}, 401, unauthorized('Not logged in: API authentication or user session required'));
-    await expectRefused({ headers: { accept: 'application/json' } }, 401, unauthorized('Not logged in: API authentication or user session required'));
+    await expectRefused(
+      { headers: { accept: 'application/json' } },
+      401,
+      unauthorized('Not logged in: API authentication or user session required'),
+    );
   });
 
   test('a browser (text/html preferred) is redirected to the login page', async () => {
@@ -48,7 +52,11 @@ describe('no Authorization header', () => {
   });
 
   test('application/json ranked above text/html is an API client', async () => {
-    await expectRefused({ headers: { accept: 'text/html;q=0.5, application/json' } }, 401, unauthorized('Not logged in: API authentication or user session required'));
+    await expectRefused(
+      { headers: { accept: 'text/html;q=0.5, application/json' } },
+      401,
+      unauthorized('Not logged in: API authentication or user session required'),
+    );
   });
 });
 
@@ -85,15 +93,21 @@ describe('credentials', () => {
     }
   });
 
-  test('an unknown key, or a known key with another account\'s e-mail, is `Invalid API key`', async () => {
+  test("an unknown key, or a known key with another account's e-mail, is `Invalid API key`", async () => {
     await expectRefused({ authorization: basicAuth(world.users.member.email, generateApiKey()) }, 401, unauthorized('Invalid API key'));
-    await expectRefused({ authorization: basicAuth(world.users.owner.email, world.users.member.apiKey) }, 401, unauthorized('Invalid API key'));
+    await expectRefused(
+      { authorization: basicAuth(world.users.owner.email, world.users.member.apiKey) },
+      401,
+      unauthorized('Invalid API key'),
+    );
   });
 
   test('the e-mail matches ignoring case, and both parts are whitespace-stripped', async () => {
     const shouting = await getAttachments({ authorization: basicAuth(world.users.member.email.toUpperCase(), world.users.member.apiKey) });
     expect(shouting.status).toBe(200);
-    const padded = await getAttachments({ authorization: `Basic ${base64(` ${world.users.member.email} : ${world.users.member.apiKey} `)}` });
+    const padded = await getAttachments({
+      authorization: `Basic ${base64(` ${world.users.member.email} : ${world.users.member.apiKey} `)}`,
+    });
     expect(padded.status).toBe(200);
     expect(padded.body.attachments.map((a: { name: string }) => a.name)).toEqual(['plan.pdf', 'draft.txt']);
   });
@@ -113,9 +127,21 @@ describe('credentials', () => {
     const apiKey = generateApiKey();
     const email = `hook-${apiKey.slice(0, 8).toLowerCase()}@lighthouse.example`;
     await server.app.prisma.user.create({
-      data: { organizationId: world.org.id, email, emailKey: email, fullName: 'Hook', isBot: true, botType: 2, apiKeyHash: hashApiKey(apiKey) },
+      data: {
+        organizationId: world.org.id,
+        email,
+        emailKey: email,
+        fullName: 'Hook',
+        isBot: true,
+        botType: 2,
+        apiKeyHash: hashApiKey(apiKey),
+      },
     });
-    await expectRefused({ authorization: basicAuth(email, apiKey) }, 401, unauthorized('This API is not available to incoming webhook bots.'));
+    await expectRefused(
+      { authorization: basicAuth(email, apiKey) },
+      401,
+      unauthorized('This API is not available to incoming webhook bots.'),
+    );
     expect((await getAttachments({ authorization: world.users.bot.auth })).status).toBe(200);
   });
 });
@@ -161,7 +187,9 @@ describe('method dispatch comes before authentication', () => {
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual(unauthorized('Not logged in: API authentication or user session required'));
     expectMatchesOpenApi('DELETE', '/realm/emoji/{emoji_name}', anonymous);
-    const badKey = await callApi(server.url, 'DELETE', '/realm/emoji/green_tick', { authorization: basicAuth(world.users.member.email, generateApiKey()) });
+    const badKey = await callApi(server.url, 'DELETE', '/realm/emoji/green_tick', {
+      authorization: basicAuth(world.users.member.email, generateApiKey()),
+    });
     expect(badKey.body).toEqual(unauthorized('Invalid API key'));
     expect(await server.app.prisma.customEmoji.count({ where: { organizationId: world.org.id, deactivated: false } })).toBe(2);
   });

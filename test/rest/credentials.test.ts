@@ -25,14 +25,18 @@ const settings = (auth: string, form: Record<string, string>) => callApi(server.
 const outcome = (response: ApiResponse) => ({ status: response.status, body: response.body });
 const error = (msg: string) => ({ status: 400, body: { result: 'error', msg, code: 'BAD_REQUEST' } });
 const passwordHashOf = async (id: number) => (await server.app.prisma.user.findUniqueOrThrow({ where: { id } })).passwordHash;
-const fetchKey = (username: string, password: string, realm = world.org.stringId) => callApi(server.url, 'POST', '/fetch_api_key', { form: { username, password, realm } });
+const fetchKey = (username: string, password: string, realm = world.org.stringId) =>
+  callApi(server.url, 'POST', '/fetch_api_key', { form: { username, password, realm } });
 const auditOf = (actorId: number, eventType: string) => server.app.prisma.auditLogEntry.findMany({ where: { actorId, eventType } });
 
 describe('section 3: PATCH /settings with old_password and new_password', () => {
   test('success: the new password signs in, the old one not; the API key stays; the audit log records it', async () => {
     const member = world.users.member;
     const before = await passwordHashOf(member.id);
-    expect(outcome(await settings(member.auth, { old_password: PASSWORD, new_password: NEW_PASSWORD }))).toEqual({ status: 200, body: { result: 'success', msg: '' } });
+    expect(outcome(await settings(member.auth, { old_password: PASSWORD, new_password: NEW_PASSWORD }))).toEqual({
+      status: 200,
+      body: { result: 'success', msg: '' },
+    });
     expect(await passwordHashOf(member.id)).not.toBe(before);
     expect((await callApi(server.url, 'GET', '/users/me', { authorization: member.auth })).status).toBe(200);
     expect((await fetchKey(member.email, PASSWORD)).status).toBe(401);
@@ -56,7 +60,10 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
     for (const weak of ['abc', 'password123', 'x7#Qp', `${'Zq9!'.repeat(25)}x`, '']) {
       const response = await settings(admin.auth, { old_password: PASSWORD, new_password: weak });
       // An empty new password changes nothing and says so by success, as the reference.
-      expect({ weak, ...outcome(response) }).toEqual({ weak, ...(weak === '' ? { status: 200, body: { result: 'success', msg: '' } } : error('New password is too weak!')) });
+      expect({ weak, ...outcome(response) }).toEqual({
+        weak,
+        ...(weak === '' ? { status: 200, body: { result: 'success', msg: '' } } : error('New password is too weak!')),
+      });
     }
     expect(outcome(await settings(admin.auth, { old_password: 'not-it', new_password: 'abc' }))).toEqual(error('Wrong password!'));
     expect(await passwordHashOf(admin.id)).toBe(before);
@@ -65,7 +72,8 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
   test("too many wrong old passwords: the address's sign-in attempts count them, and then even the right one is refused", async () => {
     const owner = world.users.owner;
     await server.app.prisma.rateCounter.deleteMany({ where: { key: `sign-in:${owner.email}` } });
-    for (let i = 0; i < 5; i++) expect(outcome(await settings(owner.auth, { old_password: 'not-it', new_password: NEW_PASSWORD }))).toEqual(error('Wrong password!'));
+    for (let i = 0; i < 5; i++)
+      expect(outcome(await settings(owner.auth, { old_password: 'not-it', new_password: NEW_PASSWORD }))).toEqual(error('Wrong password!'));
     const refused = await settings(owner.auth, { old_password: PASSWORD, new_password: NEW_PASSWORD });
     expect(refused.status).toBe(400);
     const seconds = Number(/^You're making too many attempts! Try again in (\d+) seconds\.$/.exec(refused.body.msg)?.[1]);
@@ -86,7 +94,10 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
     const before = await passwordHashOf(member.id);
     const audited = (await auditOf(member.id, 'USER_PASSWORD_CHANGED')).length;
     const withNul = `${NEW_PASSWORD.slice(0, 5)}\0${NEW_PASSWORD.slice(5)}`;
-    for (const form of [{ old_password: PASSWORD, new_password: withNul }, { old_password: `${PASSWORD}\0`, new_password: NEW_PASSWORD }]) {
+    for (const form of [
+      { old_password: PASSWORD, new_password: withNul },
+      { old_password: `${PASSWORD}\0`, new_password: NEW_PASSWORD },
+    ]) {
       expect(outcome(await settings(member.auth, form))).toEqual(error('Null characters are not allowed.'));
     }
     expect(await passwordHashOf(member.id)).toBe(before);
@@ -97,7 +108,9 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
   });
 
   test('a bot has no password; other parameters are reported as ignored', async () => {
-    expect(outcome(await settings(world.users.bot.auth, { old_password: '', new_password: NEW_PASSWORD }))).toEqual(error('Wrong password!'));
+    expect(outcome(await settings(world.users.bot.auth, { old_password: '', new_password: NEW_PASSWORD }))).toEqual(
+      error('Wrong password!'),
+    );
     expect(outcome(await settings(world.users.member.auth, { full_name: 'Someone' }))).toEqual({
       status: 200,
       body: { result: 'success', msg: '', ignored_parameters_unsupported: ['full_name'] },
@@ -105,7 +118,9 @@ describe('section 3: PATCH /settings with old_password and new_password', () => 
   });
 
   test('needs credentials; other methods are 405', async () => {
-    expect(outcome(await callApi(server.url, 'PATCH', '/settings', { form: { old_password: PASSWORD, new_password: NEW_PASSWORD } }))).toMatchObject({ status: 401 });
+    expect(
+      outcome(await callApi(server.url, 'PATCH', '/settings', { form: { old_password: PASSWORD, new_password: NEW_PASSWORD } })),
+    ).toMatchObject({ status: 401 });
     expect(outcome(await callApi(server.url, 'POST', '/settings', { authorization: world.users.member.auth }))).toEqual({
       status: 405,
       body: { result: 'error', msg: 'Method Not Allowed', allowed_methods: ['PATCH'] },

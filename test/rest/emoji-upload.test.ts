@@ -26,7 +26,8 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
   }
   const image = (content: Uint8Array, name = 'img.png', type = 'image/png'): FilePart[] => [{ name, type, content }];
   const error = (msg: string, code = 'BAD_REQUEST') => ({ result: 'error', msg, code });
-  const listing = async (world: World) => (await callApi(uploads.server.url, 'GET', '/realm/emoji', { authorization: world.users.member.auth })).body.emoji;
+  const listing = async (world: World) =>
+    (await callApi(uploads.server.url, 'GET', '/realm/emoji', { authorization: world.users.member.auth })).body.emoji;
 
   /** Runs `refused`; no emoji row, audit entry or stored object may appear. */
   async function expectNothingLeft(world: World, refused: () => Promise<unknown>) {
@@ -64,9 +65,14 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
     expect(served.headers.get('cache-control')).toBe('max-age=31536000, public, immutable');
     expect(await imageInfo(new Uint8Array(await served.arrayBuffer()))).toEqual({ format: 'png', width: 64, height: 64, pages: 1 });
     expect(await uploads.storedKeys()).toEqual(
-      expect.arrayContaining([`avatars/${world.org.id}/emoji/images/${row.fileName}`, `avatars/${world.org.id}/emoji/images/${row.fileName}.original`]),
+      expect.arrayContaining([
+        `avatars/${world.org.id}/emoji/images/${row.fileName}`,
+        `avatars/${world.org.id}/emoji/images/${row.fileName}.original`,
+      ]),
     );
-    const audit = await prisma().auditLogEntry.findFirstOrThrow({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_ADDED' } });
+    const audit = await prisma().auditLogEntry.findFirstOrThrow({
+      where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_ADDED' },
+    });
     expect(audit).toMatchObject({ actorId: world.users.member.id, extraData: { added_emoji: emoji[String(row.id)] } });
   });
 
@@ -77,7 +83,9 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
       for (const name of ['my_em*oji', 'my/emoji/with/forward/slash/', 'my_EMoji', 'caf%C3%A9', 'nul%00l']) {
         expect((await addEmoji(world, 'member', name, image(png))).body).toEqual(error(invalid));
       }
-      expect((await addEmoji(world, 'member', 'my_emoji_', image(png))).body).toEqual(error('Emoji names must end with either a letter or digit.'));
+      expect((await addEmoji(world, 'member', 'my_emoji_', image(png))).body).toEqual(
+        error('Emoji names must end with either a letter or digit.'),
+      );
       expect((await addEmoji(world, 'member', '%20', image(png))).body).toEqual(error('Emoji name is missing'));
     });
     // Spaces become underscores.
@@ -96,7 +104,9 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
       expect(tif.body).toEqual(error('Invalid image format', 'BAD_IMAGE'));
       const notAnImage = await addEmoji(world, 'member', 'text', image(Buffer.from('hello'), 'img.png'));
       expect(notAnImage.body).toEqual(error('Could not decode image; did you upload an image file?', 'BAD_IMAGE'));
-      expect((await addEmoji(world, 'member', 'green_tick', image(png))).body).toEqual(error('A custom emoji with this name already exists.'));
+      expect((await addEmoji(world, 'member', 'green_tick', image(png))).body).toEqual(
+        error('A custom emoji with this name already exists.'),
+      );
     });
     const small = await startUploadServer(kind, { maxEmojiFileSizeMib: 0 });
     try {
@@ -125,8 +135,12 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
 
   test('E10: built-in names may be shadowed by administrators only', async () => {
     const world = await newWorld();
-    expect((await addEmoji(world, 'member', 'laughing', image(png))).body).toEqual(error('Only administrators can override default emoji.'));
-    expect((await addEmoji(world, 'moderator', 'smile', image(png))).body).toEqual(error('Only administrators can override default emoji.'));
+    expect((await addEmoji(world, 'member', 'laughing', image(png))).body).toEqual(
+      error('Only administrators can override default emoji.'),
+    );
+    expect((await addEmoji(world, 'moderator', 'smile', image(png))).body).toEqual(
+      error('Only administrators can override default emoji.'),
+    );
     expect((await addEmoji(world, 'admin', 'smile', image(png))).status).toBe(200);
     expect((await addEmoji(world, 'owner', 'laughing', image(png))).status).toBe(200);
   });
@@ -143,7 +157,9 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
     // Mark is in `support`, a subgroup of `leads`; Mona is in neither.
     expect((await addEmoji(named, 'member', 'n1', image(png))).status).toBe(200);
     expect((await addEmoji(named, 'moderator', 'n2', image(png))).body).toEqual(error('Insufficient permission'));
-    const anonymous = await newWorld((file) => (file.organization.can_add_custom_emoji_group = { direct_members: ['mona@lighthouse.example'], direct_subgroups: [] }));
+    const anonymous = await newWorld(
+      (file) => (file.organization.can_add_custom_emoji_group = { direct_members: ['mona@lighthouse.example'], direct_subgroups: [] }),
+    );
     expect((await addEmoji(anonymous, 'moderator', 'x1', image(png))).status).toBe(200);
     expect((await addEmoji(anonymous, 'member', 'x2', image(png))).body).toEqual(error('Insufficient permission'));
     const fullMembers = await newWorld((file) => {
@@ -179,7 +195,9 @@ describe.each(STORAGE_KINDS)('POST /realm/emoji/{emoji_name} (%s storage)', (kin
       const response = await postFiles(broken.server.url, '/realm/emoji/broken', world.users.member.auth, image(png));
       expect(response.status).toBe(500);
       expect(await broken.server.app.prisma.customEmoji.count({ where: { organizationId: world.org.id, name: 'broken' } })).toBe(0);
-      expect(await broken.server.app.prisma.auditLogEntry.count({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_ADDED' } })).toBe(0);
+      expect(
+        await broken.server.app.prisma.auditLogEntry.count({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_ADDED' } }),
+      ).toBe(0);
     } finally {
       await broken.close();
     }

@@ -22,7 +22,12 @@ const notFoundBody = (name: string) => ({ result: 'error', msg: `Emoji '${name}'
 const NOT_ALLOWED = { result: 'error', msg: 'Must be an organization administrator or emoji author', code: 'BAD_REQUEST' };
 
 /** DELETE with the name percent-encoded as a client would, validated against the OpenAPI excerpt. */
-async function deactivate(authorization: string, name: string, call: Omit<ApiCall, 'authorization'> = {}, encode: (name: string) => string = encodeURIComponent) {
+async function deactivate(
+  authorization: string,
+  name: string,
+  call: Omit<ApiCall, 'authorization'> = {},
+  encode: (name: string) => string = encodeURIComponent,
+) {
   const response = await callApi(server.url, 'DELETE', `/realm/emoji/${encode(name)}`, { authorization, ...call });
   expectMatchesOpenApi('DELETE', '/realm/emoji/{emoji_name}', response);
   return response;
@@ -61,7 +66,13 @@ describe('who may deactivate', () => {
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(response.headers.get('cache-control')).toContain('no-cache');
     expect(await emojiRows(world)).toEqual([{ name: 'green_tick', deactivated: true }, INITIAL[1], INITIAL[2]]);
-    const dict = { id: String(greenTickId), name: 'green_tick', source_url: `/user_avatars/${world.org.id}/emoji/images/green_tick.png`, still_url: null, author_id: world.users.member.id };
+    const dict = {
+      id: String(greenTickId),
+      name: 'green_tick',
+      source_url: `/user_avatars/${world.org.id}/emoji/images/green_tick.png`,
+      still_url: null,
+      author_id: world.users.member.id,
+    };
     expect(await auditRows(world)).toEqual([
       { actorId: world.users.member.id, extraData: { before: { ...dict, deactivated: false }, after: { ...dict, deactivated: true } } },
     ]);
@@ -163,15 +174,25 @@ describe('which emoji is meant', () => {
     const world = await newWorld();
     const again = await addEmoji(world, 'retired_logo', world.users.member.id);
     expect((await deactivate(world.users.member.auth, 'retired_logo')).body).toEqual(SUCCESS);
-    const rows = await server.app.prisma.customEmoji.findMany({ where: { organizationId: world.org.id, name: 'retired_logo' }, orderBy: { id: 'asc' } });
-    expect(rows.map((r) => [r.id === again.id, r.deactivated])).toEqual([[false, true], [true, true]]);
+    const rows = await server.app.prisma.customEmoji.findMany({
+      where: { organizationId: world.org.id, name: 'retired_logo' },
+      orderBy: { id: 'asc' },
+    });
+    expect(rows.map((r) => [r.id === again.id, r.deactivated])).toEqual([
+      [false, true],
+      [true, true],
+    ]);
   });
 
   test('two simultaneous deactivations: exactly one succeeds and one audit row is written', async () => {
     const world = await newWorld();
     // Both wait on the emoji's row (PostgreSQL shows them) before the test lets it go.
-    const responses = await whileRowLocked('custom_emoji', await world.emojiId('green_tick'), () =>
-      Promise.all([deactivate(world.users.member.auth, 'green_tick'), deactivate(world.users.owner.auth, 'green_tick')]), { waiters: 2 });
+    const responses = await whileRowLocked(
+      'custom_emoji',
+      await world.emojiId('green_tick'),
+      () => Promise.all([deactivate(world.users.member.auth, 'green_tick'), deactivate(world.users.owner.auth, 'green_tick')]),
+      { waiters: 2 },
+    );
     expect(responses.map((r) => r.status).sort()).toEqual([200, 404]);
     expect(await auditRows(world)).toHaveLength(1);
   });
@@ -180,7 +201,10 @@ describe('which emoji is meant', () => {
 describe('parameters', () => {
   test('query and form parameters are reported, sorted, in ignored_parameters_unsupported', async () => {
     const world = await newWorld();
-    const response = await deactivate(world.users.member.auth, 'green_tick', { query: { zeta: '1', alpha: '2' }, form: { emoji_name: 'lighthouse' } });
+    const response = await deactivate(world.users.member.auth, 'green_tick', {
+      query: { zeta: '1', alpha: '2' },
+      form: { emoji_name: 'lighthouse' },
+    });
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ ...SUCCESS, ignored_parameters_unsupported: ['alpha', 'emoji_name', 'zeta'] });
     // The form field did not pick another emoji.
@@ -207,9 +231,30 @@ describe('GET /realm/emoji', () => {
       result: 'success',
       msg: '',
       emoji: {
-        [greenTick]: { id: String(greenTick), name: 'green_tick', source_url: image('green_tick.png'), still_url: null, deactivated: true, author_id: world.users.member.id },
-        [lighthouse]: { id: String(lighthouse), name: 'lighthouse', source_url: image('lighthouse.png'), still_url: null, deactivated: false, author_id: world.users.owner.id },
-        [retired]: { id: String(retired), name: 'retired_logo', source_url: image('retired_logo.png'), still_url: null, deactivated: true, author_id: null },
+        [greenTick]: {
+          id: String(greenTick),
+          name: 'green_tick',
+          source_url: image('green_tick.png'),
+          still_url: null,
+          deactivated: true,
+          author_id: world.users.member.id,
+        },
+        [lighthouse]: {
+          id: String(lighthouse),
+          name: 'lighthouse',
+          source_url: image('lighthouse.png'),
+          still_url: null,
+          deactivated: false,
+          author_id: world.users.owner.id,
+        },
+        [retired]: {
+          id: String(retired),
+          name: 'retired_logo',
+          source_url: image('retired_logo.png'),
+          still_url: null,
+          deactivated: true,
+          author_id: null,
+        },
       },
     });
   });
@@ -222,7 +267,11 @@ describe('GET /realm/emoji', () => {
     expect(Object.values(response.body.emoji).map((e: any) => e.name)).toEqual(['green_tick', 'lighthouse', 'retired_logo']);
     const anonymous = await callApi(server.url, 'GET', '/realm/emoji');
     expect(anonymous.status).toBe(401);
-    expect(anonymous.body).toEqual({ result: 'error', msg: 'Not logged in: API authentication or user session required', code: 'UNAUTHORIZED' });
+    expect(anonymous.body).toEqual({
+      result: 'error',
+      msg: 'Not logged in: API authentication or user session required',
+      code: 'UNAUTHORIZED',
+    });
   });
 });
 
@@ -238,7 +287,9 @@ describe('SQL statements', () => {
       });
       expect(response.status).toBe(200);
       expect(statements).toBe(3);
-      const [entry] = await counting.prisma.auditLogEntry.findMany({ where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_REMOVED' } });
+      const [entry] = await counting.prisma.auditLogEntry.findMany({
+        where: { organizationId: world.org.id, eventType: 'REALM_EMOJI_REMOVED' },
+      });
       // Stored in UTC like every other time of the schema: within a minute of the request.
       expect(Math.abs(entry!.eventTime.getTime() - before)).toBeLessThan(60_000);
     } finally {

@@ -56,7 +56,10 @@ const types = (events: { type: string }[]) => events.map((e) => e.type);
 describe('POST /register', () => {
   test('answers a queue, the versions and the realm_emoji state (every emoji, deactivated ones included)', async () => {
     const world = await newWorld();
-    const response = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["realm_emoji"]' } });
+    const response = await callApi(server.url, 'POST', '/register', {
+      authorization: world.users.member.auth,
+      form: { event_types: '["realm_emoji"]' },
+    });
     expect(response.status).toBe(200);
     const listed = await callApi(server.url, 'GET', '/realm/emoji', { authorization: world.users.member.auth });
     expect(response.body).toEqual({
@@ -76,7 +79,10 @@ describe('POST /register', () => {
     const world = await newWorld();
     const all = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: 'null' } });
     expect(all.body).toMatchObject({ event_queue_longpoll_timeout_seconds: 90, realm_emoji: expect.any(Object) });
-    const unknown = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: { event_types: '["message","presence"]' } });
+    const unknown = await callApi(server.url, 'POST', '/register', {
+      authorization: world.users.member.auth,
+      form: { event_types: '["message","presence"]' },
+    });
     expect(unknown.status).toBe(200);
     expect(unknown.body.realm_emoji).toBeUndefined();
     expect(unknown.body.event_queue_longpoll_timeout_seconds).toBeUndefined();
@@ -92,7 +98,10 @@ describe('POST /register', () => {
     [{ client_capabilities: '[]' }, 'client_capabilities is not a dict'],
   ])('refuses %j with 400 and makes no queue', async (form, msg) => {
     const world = await newWorld();
-    const response = await callApi(server.url, 'POST', '/register', { authorization: world.users.member.auth, form: form as Record<string, string> });
+    const response = await callApi(server.url, 'POST', '/register', {
+      authorization: world.users.member.auth,
+      form: form as Record<string, string>,
+    });
     expect(response).toMatchObject({ status: 400, body: { result: 'error', msg, code: 'BAD_REQUEST' } });
     expect(await server.app.prisma.eventQueue.count({ where: { userId: world.users.member.id } })).toBe(0);
   });
@@ -116,14 +125,16 @@ describe('POST /register', () => {
 
   test('120 registrations of one user at once: each answered, 50 queues remain', async () => {
     const world = await newWorld();
-    const answers = await Promise.all(Array.from({ length: 120 }, () => callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth })));
+    const answers = await Promise.all(
+      Array.from({ length: 120 }, () => callApi(server.url, 'POST', '/register', { authorization: world.users.guest.auth })),
+    );
     expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
     expect(await server.app.prisma.eventQueue.count({ where: { userId: world.users.guest.id } })).toBe(50);
   });
 });
 
 describe('GET and DELETE /events: refusals', () => {
-  test('missing arguments, unknown, malformed and other users\' queues', async () => {
+  test("missing arguments, unknown, malformed and other users' queues", async () => {
     const world = await newWorld();
     const queueId = await register(world, 'member');
     const auth = world.users.member.auth;
@@ -140,14 +151,27 @@ describe('GET and DELETE /events: refusals', () => {
       status: 400,
       body: { result: 'error', msg: "Missing 'queue_id' argument", code: 'REQUEST_VARIABLE_MISSING', var_name: 'queue_id' },
     });
-    for (const [who, id] of [['member', 'nonsense'], ['member', '00000000-0000-4000-8000-000000000000'], ['admin', queueId]] as const) {
+    for (const [who, id] of [
+      ['member', 'nonsense'],
+      ['member', '00000000-0000-4000-8000-000000000000'],
+      ['admin', queueId],
+    ] as const) {
       const response = await poll(world, who, id, -1);
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ result: 'error', msg: `Bad event queue ID: ${id}`, queue_id: id, code: 'BAD_EVENT_QUEUE_ID' });
     }
     const other = await newWorld();
-    expect((await callApi(server.url, 'GET', '/events', { authorization: other.users.member.auth, query: { queue_id: queueId, last_event_id: '-1' } })).body.code).toBe('BAD_EVENT_QUEUE_ID');
-    expect((await callApi(server.url, 'DELETE', '/events', { authorization: world.users.admin.auth, query: { queue_id: queueId } })).body.code).toBe('BAD_EVENT_QUEUE_ID');
+    expect(
+      (
+        await callApi(server.url, 'GET', '/events', {
+          authorization: other.users.member.auth,
+          query: { queue_id: queueId, last_event_id: '-1' },
+        })
+      ).body.code,
+    ).toBe('BAD_EVENT_QUEUE_ID');
+    expect(
+      (await callApi(server.url, 'DELETE', '/events', { authorization: world.users.admin.auth, query: { queue_id: queueId } })).body.code,
+    ).toBe('BAD_EVENT_QUEUE_ID');
     expect((await poll(world, 'member', queueId, -1)).status).toBe(200);
     expect((await callApi(server.url, 'GET', '/events', { query: { queue_id: queueId, last_event_id: '-1' } })).status).toBe(401);
     const hostile = (query: Record<string, string>) => answerTo('GET', { queue_id: queueId, ...query });
@@ -155,11 +179,22 @@ describe('GET and DELETE /events: refusals', () => {
     expect(await hostile({ last_event_id: '-1', dont_block: 'yes' })).toEqual(plainRefusal('dont_block is not valid JSON'));
     // An integer a JavaScript number does not hold exactly (past 2^53 it would be silently rounded) is not one.
     const twoToThe70 = (2n ** 70n).toString();
-    for (const notAnInteger of ['1.5', '1e3', twoToThe70, `-${twoToThe70}`, '9007199254740992', '-9007199254740992', '99999999999999999999999']) {
+    for (const notAnInteger of [
+      '1.5',
+      '1e3',
+      twoToThe70,
+      `-${twoToThe70}`,
+      '9007199254740992',
+      '-9007199254740992',
+      '99999999999999999999999',
+    ]) {
       expect(await hostile({ last_event_id: notAnInteger, dont_block: 'true' })).toEqual(plainRefusal('last_event_id is not an integer'));
     }
     for (const safe of [String(Number.MAX_SAFE_INTEGER), String(Number.MIN_SAFE_INTEGER)]) {
-      expect(await hostile({ last_event_id: safe, dont_block: 'true' })).toEqual({ status: 200, body: { result: 'success', msg: '', events: [] } });
+      expect(await hostile({ last_event_id: safe, dont_block: 'true' })).toEqual({
+        status: 200,
+        body: { result: 'success', msg: '', events: [] },
+      });
     }
   });
 
@@ -171,11 +206,15 @@ describe('GET and DELETE /events: refusals', () => {
     await deactivateEmoji(world, 'member', 'green_tick');
     const [first, second] = await eventsOf(world, 'member', queueId);
     expect((await poll(world, 'member', queueId, first!.id + 1000)).body).toEqual({
-      result: 'error', msg: `Event ${first!.id + 1000} was not in this queue`, code: 'BAD_REQUEST',
+      result: 'error',
+      msg: `Event ${first!.id + 1000} was not in this queue`,
+      code: 'BAD_REQUEST',
     });
     expect(await eventsOf(world, 'member', queueId, first!.id)).toEqual([second]);
     expect((await poll(world, 'member', queueId, -1)).body).toEqual({
-      result: 'error', msg: 'An event newer than -1 has already been pruned!', code: 'BAD_REQUEST',
+      result: 'error',
+      msg: 'An event newer than -1 has already been pruned!',
+      code: 'BAD_REQUEST',
     });
     expect(await eventsOf(world, 'member', queueId, second!.id)).toEqual([]);
   });
@@ -230,7 +269,10 @@ describe('GET and DELETE /events: refusals', () => {
   test('DELETE removes the queue', async () => {
     const world = await newWorld();
     const queueId = await register(world, 'member');
-    const deleted = await callApi(server.url, 'DELETE', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId } });
+    const deleted = await callApi(server.url, 'DELETE', '/events', {
+      authorization: world.users.member.auth,
+      query: { queue_id: queueId },
+    });
     expect(deleted).toMatchObject({ status: 200, body: { result: 'success', msg: '' } });
     expect((await poll(world, 'member', queueId, -1)).body.code).toBe('BAD_EVENT_QUEUE_ID');
   });
@@ -259,12 +301,16 @@ describe('recipients and triggers', () => {
     const world = await newWorld();
     const other = await newWorld();
     const names: WorldUserName[] = ['owner', 'admin', 'moderator', 'member', 'guest'];
-    const queues = Object.fromEntries(await Promise.all(names.map(async (who) => [who, await register(world, who, { event_types: '["invites_changed","realm_emoji"]' })])));
+    const queues = Object.fromEntries(
+      await Promise.all(names.map(async (who) => [who, await register(world, who, { event_types: '["invites_changed","realm_emoji"]' })])),
+    );
     const elsewhere = await register(other, 'owner');
     // Refused: an invalid address; then sent by the member (two addresses, one event).
     expect((await invite(world, 'member', 'not-an-address')).status).toBe(400);
     expect((await invite(world, 'member', 'ann@example.net, bob@example.net')).status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'ann@example.net' } });
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: world.org.id, email: 'ann@example.net' },
+    });
     const resend = await callApi(server.url, 'POST', `/invites/${invitation.id}/resend`, { authorization: world.users.admin.auth });
     expect(resend.status).toBe(200);
     await marker(world);
@@ -285,7 +331,9 @@ describe('recipients and triggers', () => {
   test('invites_changed: nothing for a request the daily limit refuses (its rows rolled back) or an expired link', async () => {
     const world = await createWorld(server.app.prisma, (file) => (file.organization.max_invites = 2));
     expect((await invite(world, 'member', 'eve@example.net')).status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'eve@example.net' } });
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: world.org.id, email: 'eve@example.net' },
+    });
     const queues = { member: await register(world, 'member'), owner: await register(world, 'owner') };
     const refused = await invite(world, 'member', 'fay@example.net, gus@example.net');
     expect(refused.body).toMatchObject({ result: 'error', code: 'INVITATION_FAILED', daily_limit_reached: true });
@@ -297,11 +345,17 @@ describe('recipients and triggers', () => {
     expect(types(await eventsOf(world, 'owner', queues.owner))).toEqual(['realm_emoji']);
   });
 
-  test('invites_changed on revoking: the invitation\'s inviter and the administrators, not the moderator', async () => {
+  test("invites_changed on revoking: the invitation's inviter and the administrators, not the moderator", async () => {
     const world = await newWorld();
     expect((await invite(world, 'member', 'cy@example.net')).status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'cy@example.net' } });
-    const queues = { member: await register(world, 'member'), owner: await register(world, 'owner'), moderator: await register(world, 'moderator') };
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: world.org.id, email: 'cy@example.net' },
+    });
+    const queues = {
+      member: await register(world, 'member'),
+      owner: await register(world, 'owner'),
+      moderator: await register(world, 'moderator'),
+    };
     // Refused: the guest may not revoke.
     expect((await callApi(server.url, 'DELETE', `/invites/${invitation.id}`, { authorization: world.users.guest.auth })).status).toBe(400);
     expect((await callApi(server.url, 'DELETE', `/invites/${invitation.id}`, { authorization: world.users.admin.auth })).status).toBe(200);
@@ -314,7 +368,9 @@ describe('recipients and triggers', () => {
   test('invites_changed on an acceptance: the new account exists', async () => {
     const world = await newWorld();
     expect((await invite(world, 'member', 'dee@example.net')).status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: world.org.id, email: 'dee@example.net' } });
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: world.org.id, email: 'dee@example.net' },
+    });
     const queue = await register(world, 'member');
     const accepted = await submitAcceptance(server.url, invitation.confirmationKey, { full_name: 'Dee', password: 'lighthouse-keeper-42' });
     expect(accepted.status).toBe(200);
@@ -323,16 +379,24 @@ describe('recipients and triggers', () => {
     expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: 'dee@example.net' } })).toBe(1);
   });
 
-  test('attachment: the owner only, the item of GET /attachments and the organization\'s space used', async () => {
+  test("attachment: the owner only, the item of GET /attachments and the organization's space used", async () => {
     const world = await newWorld();
     const queues = { member: await register(world, 'member'), owner: await register(world, 'owner') };
-    const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'notes.txt', content: 'hello events' }]);
+    const uploaded = await postFiles(server.url, '/user_uploads', world.users.member.auth, [
+      { name: 'notes.txt', content: 'hello events' },
+    ]);
     expect(uploaded.status).toBe(200);
     const listed = await callApi(server.url, 'GET', '/attachments', { authorization: world.users.member.auth });
     expectMatchesOpenApi('GET', '/attachments', listed);
     const item = listed.body.attachments.find((a: { name: string }) => a.name === 'notes.txt');
     const [added] = await eventsOf(world, 'member', queues.member);
-    expect(added).toEqual({ type: 'attachment', op: 'add', attachment: item, upload_space_used: listed.body.upload_space_used, id: expect.any(Number) });
+    expect(added).toEqual({
+      type: 'attachment',
+      op: 'add',
+      attachment: item,
+      upload_space_used: listed.body.upload_space_used,
+      id: expect.any(Number),
+    });
 
     const refused = await callApi(server.url, 'DELETE', `/attachments/${item.id}`, { authorization: world.users.owner.auth });
     expect(refused.status).toBe(400);
@@ -341,7 +405,15 @@ describe('recipients and triggers', () => {
     const after = await callApi(server.url, 'GET', '/attachments', { authorization: world.users.member.auth });
     await marker(world);
     const events = await eventsOf(world, 'member', queues.member, added!.id);
-    expect(events.slice(0, 1)).toEqual([{ type: 'attachment', op: 'remove', attachment: { id: item.id }, upload_space_used: after.body.upload_space_used, id: expect.any(Number) }]);
+    expect(events.slice(0, 1)).toEqual([
+      {
+        type: 'attachment',
+        op: 'remove',
+        attachment: { id: item.id },
+        upload_space_used: after.body.upload_space_used,
+        id: expect.any(Number),
+      },
+    ]);
     expect(types(events)).toEqual(['attachment', 'realm_emoji']);
     expect(types(await eventsOf(world, 'owner', queues.owner))).toEqual(['realm_emoji']);
   });
@@ -357,7 +429,12 @@ describe('recipients and triggers', () => {
         authorization: world.users.member.auth,
         query: { queue_id: onlyInvites, last_event_id: '-1' },
       });
-      expect(waited.body).toEqual({ result: 'success', msg: '', events: [{ type: 'heartbeat', id: expect.any(Number) }], queue_id: onlyInvites });
+      expect(waited.body).toEqual({
+        result: 'success',
+        msg: '',
+        events: [{ type: 'heartbeat', id: expect.any(Number) }],
+        queue_id: onlyInvites,
+      });
       expect(await eventsOf(world, 'member', onlyInvites, waited.body.events[0].id)).toEqual([]);
     } finally {
       await beating.close();
@@ -373,7 +450,12 @@ describe('long polls', () => {
     await waitUntilWaiting(queueId);
     await marker(world);
     const answer = await waiting;
-    expect(answer.body).toEqual({ result: 'success', msg: '', events: [expect.objectContaining({ type: 'realm_emoji' })], queue_id: queueId });
+    expect(answer.body).toEqual({
+      result: 'success',
+      msg: '',
+      events: [expect.objectContaining({ type: 'realm_emoji' })],
+      queue_id: queueId,
+    });
   });
 
   test('a second poll of the queue answers the first; DELETE answers the waiting one', async () => {
@@ -384,12 +466,15 @@ describe('long polls', () => {
     const second = poll(world, 'member', queueId, -1, false);
     expect((await first).body).toEqual({ result: 'success', msg: '', events: [], queue_id: queueId });
     await waitUntilWaiting(queueId);
-    const deleted = await callApi(server.url, 'DELETE', '/events', { authorization: world.users.member.auth, query: { queue_id: queueId } });
+    const deleted = await callApi(server.url, 'DELETE', '/events', {
+      authorization: world.users.member.auth,
+      query: { queue_id: queueId },
+    });
     expect(deleted.status).toBe(200);
     expect((await second).body).toEqual({ result: 'success', msg: '', events: [], queue_id: queueId });
   });
 
-  test('a deactivated user\'s waiting poll is answered, and the next one is refused with 401', async () => {
+  test("a deactivated user's waiting poll is answered, and the next one is refused with 401", async () => {
     const world = await newWorld();
     const queueId = await register(world, 'moderator', { event_types: '["invites_changed"]' });
     const waiting = poll(world, 'moderator', queueId, -1, false);
@@ -438,8 +523,12 @@ describe('long polls', () => {
       await holder.query('SELECT 1 FROM event_queue WHERE id = $1 FOR UPDATE', [queueId]);
       const socket = connect(Number(new URL(alone.url).port), '127.0.0.1');
       socket.on('error', () => {});
-      socket.write(`GET /api/v1/events?queue_id=${queueId}&last_event_id=-1 HTTP/1.1\r\nHost: test\r\nAuthorization: ${world.users.member.auth}\r\n\r\n`);
-      const { rows: [{ pid: holderPid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
+      socket.write(
+        `GET /api/v1/events?queue_id=${queueId}&last_event_id=-1 HTTP/1.1\r\nHost: test\r\nAuthorization: ${world.users.member.auth}\r\n\r\n`,
+      );
+      const {
+        rows: [{ pid: holderPid }],
+      } = await holder.query('SELECT pg_backend_pid() AS pid');
       await vi.waitFor(async () => expect((await watcher.query(BLOCKED_BY, [holderPid])).rows).toHaveLength(1), { timeout: 10_000 });
       socket.destroy();
       // Sent after the first connection closed: once it is answered, the server has seen that close.

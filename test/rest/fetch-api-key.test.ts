@@ -47,7 +47,9 @@ beforeEach(async () => {
 describe('section 1: the request', () => {
   test('POST only: other methods answer 405 with allowed_methods, before any parameter is read', async () => {
     for (const method of ['GET', 'PATCH', 'PUT', 'DELETE']) {
-      const response = await callApi(server.url, method, '/fetch_api_key', { query: { username: world.users.member.email, password: PASSWORD } });
+      const response = await callApi(server.url, method, '/fetch_api_key', {
+        query: { username: world.users.member.email, password: PASSWORD },
+      });
       expect({ method, status: response.status, body: response.body }).toEqual({
         method,
         status: 405,
@@ -57,12 +59,23 @@ describe('section 1: the request', () => {
   });
 
   test('missing parameters, username first; then an address that is not one', async () => {
-    const missing = (name: string) => ({ status: 400, body: { result: 'error', msg: `Missing '${name}' argument`, var_name: name, code: 'REQUEST_VARIABLE_MISSING' } });
+    const missing = (name: string) => ({
+      status: 400,
+      body: { result: 'error', msg: `Missing '${name}' argument`, var_name: name, code: 'REQUEST_VARIABLE_MISSING' },
+    });
     expect(outcome(await fetchKey({}))).toEqual(missing('username'));
     expect(outcome(await fetchKey({ password: PASSWORD }))).toEqual(missing('username'));
     expect(outcome(await fetchKey({ username: 'not an address' }))).toEqual(missing('password'));
     const invalid = { status: 400, body: { result: 'error', msg: 'Enter a valid email address.', code: 'BAD_REQUEST' } };
-    for (const username of ['', 'mark', 'mark@', '@lighthouse.example', 'mark@lighthouse.example\u0000', 'a b@lighthouse.example', `${'x'.repeat(320)}@lighthouse.example`]) {
+    for (const username of [
+      '',
+      'mark',
+      'mark@',
+      '@lighthouse.example',
+      'mark@lighthouse.example\u0000',
+      'a b@lighthouse.example',
+      `${'x'.repeat(320)}@lighthouse.example`,
+    ]) {
       expect({ username, ...outcome(await fetchKey({ username, password: PASSWORD })) }).toEqual({ username, ...invalid });
     }
   });
@@ -80,7 +93,10 @@ describe('section 1: the request', () => {
   test("success: the account's current key, its address as stored and its id; fetching does not change it", async () => {
     const member = world.users.member;
     const first = await fetchKey({ username: member.email, password: PASSWORD });
-    expect(outcome(first)).toEqual({ status: 200, body: { result: 'success', msg: '', api_key: member.apiKey, email: member.email, user_id: member.id } });
+    expect(outcome(first)).toEqual({
+      status: 200,
+      body: { result: 'success', msg: '', api_key: member.apiKey, email: member.email, user_id: member.id },
+    });
     const again = await fetchKey({ username: member.email.toUpperCase(), password: PASSWORD });
     expect(again.body).toEqual(first.body);
     expect((await callApi(server.url, 'GET', '/users/me', { authorization: member.auth })).status).toBe(200);
@@ -92,7 +108,13 @@ describe('section 1: the request', () => {
     form.set('password', PASSWORD);
     const response = await fetch(`${server.url}/api/v1/fetch_api_key`, { method: 'POST', body: form });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ result: 'success', msg: '', api_key: world.users.guest.apiKey, email: world.users.guest.email, user_id: world.users.guest.id });
+    expect(await response.json()).toEqual({
+      result: 'success',
+      msg: '',
+      api_key: world.users.guest.apiKey,
+      email: world.users.guest.email,
+      user_id: world.users.guest.id,
+    });
   });
 
   test('a wrong password, an unknown address, a bot, an account without a password: one answer', async () => {
@@ -118,7 +140,9 @@ describe('section 1: the request', () => {
     const dora = world.users.deactivated;
     const here = world.org.stringId;
     expect(outcome(await fetchKey({ username: dora.email, password: 'wrong-password', realm: here }))).toEqual(WRONG);
-    expect(outcome(await fetchKey({ username: dora.email, password: PASSWORD, realm: here }))).toEqual(failure('Account is deactivated', 'USER_DEACTIVATED'));
+    expect(outcome(await fetchKey({ username: dora.email, password: PASSWORD, realm: here }))).toEqual(
+      failure('Account is deactivated', 'USER_DEACTIVATED'),
+    );
 
     const closed = await worldWithPasswords();
     await server.app.prisma.organization.update({ where: { id: closed.org.id }, data: { deactivated: true } });
@@ -179,7 +203,9 @@ describe('section 1: the request', () => {
     expect(signedIn.body).toMatchObject({ result: 'success', api_key: admin.apiKey });
     const upgraded = (await server.app.prisma.user.findUniqueOrThrow({ where: { id: admin.id } })).passwordHash!;
     expect(upgraded).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
-    expect((await fetchKey({ username: admin.email, password: 'correct horse battery', realm: own.org.stringId })).body).toMatchObject({ result: 'success' });
+    expect((await fetchKey({ username: admin.email, password: 'correct horse battery', realm: own.org.stringId })).body).toMatchObject({
+      result: 'success',
+    });
   });
 });
 
@@ -193,7 +219,8 @@ describe('section 2: rate limits', () => {
     const own = await worldWithPasswords();
     const email = own.users.member.email;
     const realm = own.org.stringId;
-    for (let i = 0; i < 5; i++) expect(outcome(await fetchKey({ username: i % 2 ? email.toUpperCase() : email, password: 'nope-nope', realm }))).toEqual(WRONG);
+    for (let i = 0; i < 5; i++)
+      expect(outcome(await fetchKey({ username: i % 2 ? email.toUpperCase() : email, password: 'nope-nope', realm }))).toEqual(WRONG);
     const refused = refusedBody(await fetchKey({ username: email, password: PASSWORD, realm }));
     expect(refused).toMatchObject({ status: 429, body: { result: 'error', msg: 'API usage exceeded rate limit', code: 'RATE_LIMIT_HIT' } });
     expect(refused.retryAfter).toBeGreaterThan(1790);

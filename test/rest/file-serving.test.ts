@@ -92,12 +92,17 @@ describe.each(STORAGE_KINDS)('GET /user_uploads/... (%s storage)', (kind) => {
     expect(nul.status).toBe(404);
     const nulToken = Buffer.from(`${world.org.id}/a\0b/c.txt:zz:sig`).toString('hex').toUpperCase();
     expect((await get(`/user_uploads/temporary/${nulToken}/c.txt`)).status).toBe(400);
-    for (const path of [`/user_uploads/${world.org.id}/%00/x.txt`, `/user_uploads/${world.org.id}/%2e%2e/%2e%2e/%2e%2e/etc/passwd`, '/user_uploads/..%2f..%2fetc%2fpasswd', '/user_avatars/..%2f..%2fetc%2fpasswd']) {
+    for (const path of [
+      `/user_uploads/${world.org.id}/%00/x.txt`,
+      `/user_uploads/${world.org.id}/%2e%2e/%2e%2e/%2e%2e/etc/passwd`,
+      '/user_uploads/..%2f..%2fetc%2fpasswd',
+      '/user_avatars/..%2f..%2fetc%2fpasswd',
+    ]) {
       expect((await get(path, as('member'))).status).toBe(404);
     }
   });
 
-  test('S4, S5: an unclaimed file is the owner\'s alone: others 403, spectators to the login page or a 403 image', async () => {
+  test("S4, S5: an unclaimed file is the owner's alone: others 403, spectators to the login page or a 403 image", async () => {
     const file = await uploaded(world.users.member.auth, { name: 'secret.txt', type: 'text/plain', content: 'mine' });
     const other = await get(file.url, as('owner'));
     expect(other.status).toBe(403);
@@ -153,8 +158,16 @@ describe.each(STORAGE_KINDS)('GET /user_uploads/... (%s storage)', (kind) => {
   test('S16-S18, U10, U11: inline and attachment types, names in Content-Disposition', async () => {
     const cases: [FilePart, string, string][] = [
       [{ name: 'zulip.jpeg', type: 'image/jpeg', content: 'x' }, 'image/jpeg', 'inline; filename="zulip.jpeg"'],
-      [{ name: 'áéБД.pdf', type: 'application/pdf', content: 'x' }, 'application/pdf', "inline; filename*=utf-8''%C3%A1%C3%A9%D0%91%D0%94.pdf"],
-      [{ name: 'some file (with spaces).png', type: 'image/png', content: 'x' }, 'image/png', 'inline; filename="some file (with spaces).png"'],
+      [
+        { name: 'áéБД.pdf', type: 'application/pdf', content: 'x' },
+        'application/pdf',
+        "inline; filename*=utf-8''%C3%A1%C3%A9%D0%91%D0%94.pdf",
+      ],
+      [
+        { name: 'some file (with spaces).png', type: 'image/png', content: 'x' },
+        'image/png',
+        'inline; filename="some file (with spaces).png"',
+      ],
       [{ name: 'zulip.html', type: 'text/html', content: 'x' }, 'text/html', 'attachment; filename="zulip.html"'],
       [{ name: 'zulip.sh', type: 'application/x-sh', content: 'x' }, 'application/x-sh', 'attachment; filename="zulip.sh"'],
       [{ name: 'zulip', type: 'application/octet-stream', content: 'x' }, 'application/octet-stream', 'attachment; filename="zulip"'],
@@ -167,7 +180,11 @@ describe.each(STORAGE_KINDS)('GET /user_uploads/... (%s storage)', (kind) => {
     for (const [part, type, disposition] of cases) {
       const file = await uploaded(world.users.member.auth, part);
       const response = await get(file.url, as('member'));
-      expect([part.name, response.headers.get('content-type'), response.headers.get('content-disposition')]).toEqual([part.name, type, disposition]);
+      expect([part.name, response.headers.get('content-type'), response.headers.get('content-disposition')]).toEqual([
+        part.name,
+        type,
+        disposition,
+      ]);
       const download = await get(file.url.replace('/user_uploads/', '/user_uploads/download/'), as('member'));
       expect(download.headers.get('content-disposition')).toBe(disposition.replace(/^inline/, 'attachment'));
     }
@@ -201,7 +218,10 @@ describe.each(STORAGE_KINDS)('GET /user_uploads/... (%s storage)', (kind) => {
     expect(await (await get(expired)).json()).toEqual(invalidToken);
     expect(await (await get('/user_uploads/temporary/badtoken/file.png')).json()).toEqual(invalidToken);
     // The signature's last character changed (to one it is not).
-    const forged = response.body.url.replace(/\/temporary\/([0-9A-F]+)\//, (_: string, t: string) => `/temporary/${t.slice(0, -2)}${t.endsWith('41') ? '42' : '41'}/`);
+    const forged = response.body.url.replace(
+      /\/temporary\/([0-9A-F]+)\//,
+      (_: string, t: string) => `/temporary/${t.slice(0, -2)}${t.endsWith('41') ? '42' : '41'}/`,
+    );
     expect((await get(forged)).status).toBe(400);
     const renamed = await get(response.body.url.replace(/zulip\.txt$/, 'other.txt'));
     expect(renamed.status).toBe(400);

@@ -44,7 +44,11 @@ describe('who may call it at all (steps 2-3, before any parameter is read)', () 
 
   test('a bot is refused', async () => {
     const w = await world();
-    await expectRefused(w, await invite(w, 'bot', basic('new@lighthouse.example')), badRequestBody('This endpoint does not accept bot requests.'));
+    await expectRefused(
+      w,
+      await invite(w, 'bot', basic('new@lighthouse.example')),
+      badRequestBody('This endpoint does not accept bot requests.'),
+    );
   });
 });
 
@@ -53,12 +57,24 @@ describe('parameter parsing (step 4): declaration order, first failure wins, exa
     ['group_ids not JSON', { group_ids: 'x', stream_ids: 'x' }, badRequestBody('group_ids is not valid JSON')],
     ['group_ids not a list', { group_ids: '{"a":1}' }, badRequestBody('group_ids is not a list')],
     ['group_ids item not an integer', { group_ids: '[1,"2"]' }, badRequestBody('group_ids[1] is not an integer')],
-    ['include_realm_default_subscriptions not a boolean', { include_realm_default_subscriptions: '1' }, badRequestBody('include_realm_default_subscriptions is not a boolean')],
-    ['include_realm_default_subscriptions Python spelling', { include_realm_default_subscriptions: 'True' }, badRequestBody('include_realm_default_subscriptions is not valid JSON')],
+    [
+      'include_realm_default_subscriptions not a boolean',
+      { include_realm_default_subscriptions: '1' },
+      badRequestBody('include_realm_default_subscriptions is not a boolean'),
+    ],
+    [
+      'include_realm_default_subscriptions Python spelling',
+      { include_realm_default_subscriptions: 'True' },
+      badRequestBody('include_realm_default_subscriptions is not valid JSON'),
+    ],
     ['invite_as not JSON', { invite_as: 'member' }, badRequestBody('invite_as is not valid JSON')],
     ['invite_as not an integer', { invite_as: '"400"' }, badRequestBody('invite_as is not an integer')],
     ['invite_as not a role', { invite_as: '500' }, badRequestBody('Invalid invite_as: Value error, Not in the list of possible values')],
-    ['invite_expires_in_minutes a string', { invite_expires_in_minutes: '"60"' }, badRequestBody('invite_expires_in_minutes is not an integer')],
+    [
+      'invite_expires_in_minutes a string',
+      { invite_expires_in_minutes: '"60"' },
+      badRequestBody('invite_expires_in_minutes is not an integer'),
+    ],
     ['invite_expires_in_minutes empty', { invite_expires_in_minutes: '' }, badRequestBody('invite_expires_in_minutes is not valid JSON')],
     ['notify_referrer_on_join yes', { notify_referrer_on_join: 'yes' }, badRequestBody('notify_referrer_on_join is not valid JSON')],
     ['stream_ids not a list', { stream_ids: '5' }, badRequestBody('stream_ids is not a list')],
@@ -99,7 +115,10 @@ describe('parameter parsing (step 4): declaration order, first failure wins, exa
   test('the length limit counts code points: 8000 astral characters are accepted', async () => {
     const w = await world();
     const text = '🚀'.repeat(8000);
-    expect(await invite(w, 'admin', basic('new@lighthouse.example', { welcome_message_custom_text: text }))).toEqual({ status: 200, body: SUCCESS });
+    expect(await invite(w, 'admin', basic('new@lighthouse.example', { welcome_message_custom_text: text }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
     expect((await storedInvitations(server.app.prisma, w.org.id))[0]!.welcomeMessageCustomText).toBe(text);
   });
 
@@ -111,7 +130,12 @@ describe('parameter parsing (step 4): declaration order, first failure wins, exa
       body: JSON.stringify(basic('new@lighthouse.example')),
     });
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ result: 'error', msg: "Missing 'invitee_emails' argument", var_name: 'invitee_emails', code: 'REQUEST_VARIABLE_MISSING' });
+    expect(await response.json()).toEqual({
+      result: 'error',
+      msg: "Missing 'invitee_emails' argument",
+      var_name: 'invitee_emails',
+      code: 'REQUEST_VARIABLE_MISSING',
+    });
   });
 });
 
@@ -183,7 +207,10 @@ describe('channels (steps 10-11)', () => {
   test('the owner, subscribed to the private channel, may invite to it', async () => {
     const w = await world();
     const boardroom = await w.channelId('boardroom');
-    expect(await invite(w, 'owner', basic('new@lighthouse.example', { stream_ids: `[${boardroom}]` }))).toEqual({ status: 200, body: SUCCESS });
+    expect(await invite(w, 'owner', basic('new@lighthouse.example', { stream_ids: `[${boardroom}]` }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
     expect((await storedInvitations(server.app.prisma, w.org.id))[0]!.channels).toEqual([{ channelId: boardroom }]);
   });
 
@@ -198,7 +225,10 @@ describe('channels (steps 10-11)', () => {
     );
     const withDefaults = basic('new@lighthouse.example', { stream_ids: `[${general}]`, include_realm_default_subscriptions: 'true' });
     expect(await invite(w, 'member', withDefaults)).toEqual({ status: 200, body: SUCCESS });
-    expect(await invite(w, 'admin', basic('other@lighthouse.example', { stream_ids: `[${design}]` }))).toEqual({ status: 200, body: SUCCESS });
+    expect(await invite(w, 'admin', basic('other@lighthouse.example', { stream_ids: `[${design}]` }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
   });
 });
 
@@ -223,9 +253,20 @@ describe('groups (step 12)', () => {
     const w = await world();
     const leads = await w.groupId('leads');
     const support = await w.groupId('support');
-    await expectRefused(w, await invite(w, 'member', basic('new@lighthouse.example', { group_ids: `[${support}, ${leads}]` })), badRequestBody('Insufficient permission'));
-    await expectRefused(w, await invite(w, 'moderator', basic('new@lighthouse.example', { group_ids: `[${leads}]` })), badRequestBody('Insufficient permission'));
-    expect(await invite(w, 'admin', basic('new@lighthouse.example', { group_ids: `[${leads}, ${support}, ${leads}]` }))).toEqual({ status: 200, body: SUCCESS });
+    await expectRefused(
+      w,
+      await invite(w, 'member', basic('new@lighthouse.example', { group_ids: `[${support}, ${leads}]` })),
+      badRequestBody('Insufficient permission'),
+    );
+    await expectRefused(
+      w,
+      await invite(w, 'moderator', basic('new@lighthouse.example', { group_ids: `[${leads}]` })),
+      badRequestBody('Insufficient permission'),
+    );
+    expect(await invite(w, 'admin', basic('new@lighthouse.example', { group_ids: `[${leads}, ${support}, ${leads}]` }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
     expect((await storedInvitations(server.app.prisma, w.org.id))[0]!.groups).toEqual(
       expect.arrayContaining([{ groupId: leads }, { groupId: support }]),
     );
@@ -235,7 +276,11 @@ describe('groups (step 12)', () => {
 describe('welcome text (step 13)', () => {
   test('a non-administrator may not supply it, not even empty; channel errors come first', async () => {
     const w = await world();
-    await expectRefused(w, await invite(w, 'moderator', basic('new@lighthouse.example', { welcome_message_custom_text: '' })), badRequestBody('Must be an organization administrator'));
+    await expectRefused(
+      w,
+      await invite(w, 'moderator', basic('new@lighthouse.example', { welcome_message_custom_text: '' })),
+      badRequestBody('Must be an organization administrator'),
+    );
     await expectRefused(
       w,
       await invite(w, 'member', basic('new@lighthouse.example', { welcome_message_custom_text: 'hi', stream_ids: '[999999999]' })),
@@ -245,7 +290,10 @@ describe('welcome text (step 13)', () => {
 
   test('an administrator stores "" as "" and an omitted text as null', async () => {
     const w = await world();
-    expect(await invite(w, 'admin', basic('a@elsewhere.example', { welcome_message_custom_text: '' }))).toEqual({ status: 200, body: SUCCESS });
+    expect(await invite(w, 'admin', basic('a@elsewhere.example', { welcome_message_custom_text: '' }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
     expect(await invite(w, 'admin', basic('b@elsewhere.example'))).toEqual({ status: 200, body: SUCCESS });
     expect((await storedInvitations(server.app.prisma, w.org.id)).map((i) => i.welcomeMessageCustomText)).toEqual(['', null]);
   });
@@ -291,7 +339,9 @@ describe('limits (steps 15-17)', () => {
   test('the license limit counts seats: non-guests one each, guests five to a seat', async () => {
     // Active humans: owner, admin, moderator, member (4 non-guests) and one guest.
     const w = await world((f) => (f.organization.license_limit = 5));
-    const licenses = invitationFailedBody('Your organization does not have enough Zulip licenses. Invitations were not sent.', { license: true });
+    const licenses = invitationFailedBody('Your organization does not have enough Zulip licenses. Invitations were not sent.', {
+      license: true,
+    });
     await expectRefused(w, await invite(w, 'admin', basic(addresses(2))), licenses);
     await expectRefused(w, await invite(w, 'admin', basic(addresses(25), { invite_as: '600' })), licenses);
     expect(await invite(w, 'admin', basic(addresses(24), { invite_as: '600' }))).toEqual({ status: 200, body: SUCCESS });
@@ -375,11 +425,17 @@ describe('addresses (steps 18-21)', () => {
     expect(await server.app.prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(1);
   });
 
-  test('an address with a pending invitation may be invited again; another organization\'s users may be invited', async () => {
+  test("an address with a pending invitation may be invited again; another organization's users may be invited", async () => {
     const w = await world();
     const other = await world();
     await server.app.prisma.user.create({
-      data: { organizationId: other.org.id, email: 'outsider@elsewhere.example', emailKey: 'outsider@elsewhere.example', fullName: 'Outsider', apiKeyHash: hashApiKey(generateApiKey()) },
+      data: {
+        organizationId: other.org.id,
+        email: 'outsider@elsewhere.example',
+        emailKey: 'outsider@elsewhere.example',
+        fullName: 'Outsider',
+        apiKeyHash: hashApiKey(generateApiKey()),
+      },
     });
     expect(await invite(w, 'member', basic('again@elsewhere.example'))).toEqual({ status: 200, body: SUCCESS });
     expect(await invite(w, 'member', basic('again@elsewhere.example, OUTSIDER@elsewhere.example'))).toEqual({ status: 200, body: SUCCESS });
@@ -423,17 +479,32 @@ describe('what a successful request stores (step 20)', () => {
     expect(lifetime).toBe(90 * 60_000);
     expect(stored!.invitedAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
     const [email] = await server.app.prisma.outboxEmail.findMany({ where: { organizationId: w.org.id } });
-    expect(email).toMatchObject({ invitationId: stored!.id, toAddress: 'new@elsewhere.example', subject: 'Adam Admin has invited you to join Lighthouse Cooperative' });
+    expect(email).toMatchObject({
+      invitationId: stored!.id,
+      toAddress: 'new@elsewhere.example',
+      subject: 'Adam Admin has invited you to join Lighthouse Cooperative',
+    });
     expect(email!.textBody).toContain(`/accounts/do_confirm/${stored!.confirmationKey}`);
   });
 
   test('defaults: member, 14400 minutes, notify on join; null expiry never expires; zero and negative are accepted', async () => {
     const w = await world();
     expect(await invite(w, 'member', basic('a@elsewhere.example'))).toEqual({ status: 200, body: SUCCESS });
-    expect(await invite(w, 'member', basic('b@elsewhere.example', { invite_expires_in_minutes: 'null' }))).toEqual({ status: 200, body: SUCCESS });
-    expect(await invite(w, 'member', basic('c@elsewhere.example', { invite_expires_in_minutes: '-5' }))).toEqual({ status: 200, body: SUCCESS });
+    expect(await invite(w, 'member', basic('b@elsewhere.example', { invite_expires_in_minutes: 'null' }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
+    expect(await invite(w, 'member', basic('c@elsewhere.example', { invite_expires_in_minutes: '-5' }))).toEqual({
+      status: 200,
+      body: SUCCESS,
+    });
     const [a, b, c] = await storedInvitations(server.app.prisma, w.org.id);
-    expect(a).toMatchObject({ invitedAs: 400, notifyReferrerOnJoin: true, includeRealmDefaultSubscriptions: false, welcomeMessageCustomText: null });
+    expect(a).toMatchObject({
+      invitedAs: 400,
+      notifyReferrerOnJoin: true,
+      includeRealmDefaultSubscriptions: false,
+      welcomeMessageCustomText: null,
+    });
     expect(a!.expiresAt!.getTime() - a!.invitedAt.getTime()).toBe(14400 * 60_000);
     expect(b!.expiresAt).toBeNull();
     expect(c!.expiresAt!.getTime() - c!.invitedAt.getTime()).toBe(-5 * 60_000);
@@ -461,7 +532,10 @@ describe('what a successful request stores (step 20)', () => {
 
   test('multipart bodies (as zulip-js sends them) work, and the body wins over the query string', async () => {
     const w = await world();
-    const result = await invite(w, 'member', basic('a@elsewhere.example'), { multipart: true, query: { invitee_emails: 'ignored@elsewhere.example' } });
+    const result = await invite(w, 'member', basic('a@elsewhere.example'), {
+      multipart: true,
+      query: { invitee_emails: 'ignored@elsewhere.example' },
+    });
     expect(result).toEqual({ status: 200, body: SUCCESS });
     expect((await storedInvitations(server.app.prisma, w.org.id)).map((i) => i.email)).toEqual(['a@elsewhere.example']);
   });
@@ -478,7 +552,8 @@ test('concurrent requests cannot pass the daily limit together', async () => {
   );
   // Every answer counted: a 500 (or anything else) fails the test.
   expect(results.map((r) => r.status).sort()).toEqual([...Array(5).fill(200), ...Array(7).fill(400)]);
-  for (const refused of results.filter((r) => r.status === 400)) expect(refused.body).toMatchObject({ code: 'INVITATION_FAILED', daily_limit_reached: true });
+  for (const refused of results.filter((r) => r.status === 400))
+    expect(refused.body).toMatchObject({ code: 'INVITATION_FAILED', daily_limit_reached: true });
   expect(await storedInvitations(server.app.prisma, w.org.id)).toHaveLength(5);
   expect(await server.app.prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(5);
 });

@@ -22,8 +22,10 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
   }
 
   const counter = async (world: World, on: UploadServer = uploads) =>
-    (await on.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id }, select: { uploadSpaceUsed: true } })).uploadSpaceUsed;
-  const rows = (world: World) => uploads.server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, orderBy: { id: 'asc' } });
+    (await on.server.app.prisma.organization.findUniqueOrThrow({ where: { id: world.org.id }, select: { uploadSpaceUsed: true } }))
+      .uploadSpaceUsed;
+  const rows = (world: World) =>
+    uploads.server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, orderBy: { id: 'asc' } });
 
   /** Runs `refused`, then checks that no row, no stored byte and no counted byte changed. */
   async function expectNothingLeft(world: World, refused: () => Promise<unknown>) {
@@ -43,7 +45,14 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     expect(url).toMatch(new RegExp(`^/user_uploads/${world.org.id}/[0-9a-f]{1,2}/[A-Za-z0-9_-]{24}/zulip\\.txt$`));
     const pathId = url.slice('/user_uploads/'.length);
     const row = await uploads.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId }, include: { messages: true } });
-    expect(row).toMatchObject({ name: 'zulip.txt', size: 6n, contentType: 'text/plain', ownerId: world.users.member.id, organizationId: world.org.id, messages: [] });
+    expect(row).toMatchObject({
+      name: 'zulip.txt',
+      size: 6n,
+      contentType: 'text/plain',
+      ownerId: world.users.member.id,
+      organizationId: world.org.id,
+      messages: [],
+    });
     expect(Date.now() - row.createTime.getTime()).toBeLessThan(60_000);
     expect(await uploads.storedKeys()).toContain(`files/${pathId}`);
     expect(await counter(world)).toBe(before + 6n);
@@ -57,7 +66,10 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     expect(response.status).toBe(200);
     expect(await counter(world)).toBe(before + 300_001n);
     const row = await uploads.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId: response.body.url.slice(14) } });
-    const deleted = await fetch(`${uploads.server.url}/api/v1/attachments/${row.id}`, { method: 'DELETE', headers: { authorization: world.users.guest.auth } });
+    const deleted = await fetch(`${uploads.server.url}/api/v1/attachments/${row.id}`, {
+      method: 'DELETE',
+      headers: { authorization: world.users.guest.auth },
+    });
     expect(deleted.status).toBe(200);
     expect(await counter(world)).toBe(before);
   });
@@ -65,12 +77,19 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
   test('U1: no file part; a text field only; a part without a usable name', async () => {
     const world = await newWorld();
     await expectNothingLeft(world, async () => {
-      const none = await fetch(`${uploads.server.url}/api/v1/user_uploads`, { method: 'POST', headers: { authorization: world.users.member.auth } });
+      const none = await fetch(`${uploads.server.url}/api/v1/user_uploads`, {
+        method: 'POST',
+        headers: { authorization: world.users.member.auth },
+      });
       expect(none.status).toBe(400);
       expect(await none.json()).toEqual({ result: 'error', msg: 'You must specify a file to upload', code: 'BAD_REQUEST' });
       const form = new FormData();
       form.append('file', 'not a file');
-      const fieldOnly = await fetch(`${uploads.server.url}/api/v1/user_uploads`, { method: 'POST', headers: { authorization: world.users.member.auth }, body: form });
+      const fieldOnly = await fetch(`${uploads.server.url}/api/v1/user_uploads`, {
+        method: 'POST',
+        headers: { authorization: world.users.member.auth },
+        body: form,
+      });
       expect(await fieldOnly.json()).toEqual({ result: 'error', msg: 'You must specify a file to upload', code: 'BAD_REQUEST' });
       for (const name of ['..', '.', '/']) {
         const response = await upload(world.users.member.auth, [{ name, content: 'x' }]);
@@ -102,7 +121,11 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     await expectNothingLeft(world, async () => {
       const second = await upload(world.users.member.auth, [{ name: 'b.txt', content: '123456' }]);
       expect(second.status).toBe(400);
-      expect(second.body).toEqual({ result: 'error', msg: "Upload would exceed your organization's upload quota.", code: 'REALM_UPLOAD_QUOTA' });
+      expect(second.body).toEqual({
+        result: 'error',
+        msg: "Upload would exceed your organization's upload quota.",
+        code: 'REALM_UPLOAD_QUOTA',
+      });
     });
     // Exactly reaching the quota is allowed.
     const exact = await upload(world.users.member.auth, [{ name: 'c.txt', content: '12345' }]);
@@ -140,11 +163,19 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
       const world = await createWorld(small.server.app.prisma);
       const mib = 1024 * 1024;
       const before = await small.storedKeys();
-      const exact = await postFiles(small.server.url, '/user_uploads', world.users.member.auth, [{ name: 'exact.bin', content: new Uint8Array(mib) }]);
+      const exact = await postFiles(small.server.url, '/user_uploads', world.users.member.auth, [
+        { name: 'exact.bin', content: new Uint8Array(mib) },
+      ]);
       expect(exact.status).toBe(200);
-      const tooBig = await postFiles(small.server.url, '/user_uploads', world.users.member.auth, [{ name: 'big.bin', content: new Uint8Array(3 * mib) }]);
+      const tooBig = await postFiles(small.server.url, '/user_uploads', world.users.member.auth, [
+        { name: 'big.bin', content: new Uint8Array(3 * mib) },
+      ]);
       expect(tooBig.status).toBe(400);
-      expect(tooBig.body).toEqual({ result: 'error', msg: "File is larger than this server's configured maximum upload size (1 MiB).", code: 'BAD_REQUEST' });
+      expect(tooBig.body).toEqual({
+        result: 'error',
+        msg: "File is larger than this server's configured maximum upload size (1 MiB).",
+        code: 'BAD_REQUEST',
+      });
       expect(await small.storedKeys()).toEqual([...before, `files/${exact.body.url.slice(14)}`].sort());
       expect(await small.server.app.prisma.attachment.count({ where: { organizationId: world.org.id, name: 'big.bin' } })).toBe(0);
       // Two files of which the first is too big: the count is checked first, as in the reference.
@@ -164,7 +195,11 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     try {
       const world = await createWorld(none.server.app.prisma);
       const refused = await postFiles(none.server.url, '/user_uploads', world.users.member.auth, [{ name: 'a.txt', content: 'zulip' }]);
-      expect(refused.body).toEqual({ result: 'error', msg: "File is larger than this server's configured maximum upload size (0 MiB).", code: 'BAD_REQUEST' });
+      expect(refused.body).toEqual({
+        result: 'error',
+        msg: "File is larger than this server's configured maximum upload size (0 MiB).",
+        code: 'BAD_REQUEST',
+      });
       const empty = await postFiles(none.server.url, '/user_uploads', world.users.member.auth, [{ name: 'empty.txt', content: '' }]);
       expect(empty.status).toBe(200);
     } finally {
@@ -187,13 +222,14 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     });
   });
 
-  test('D1: deleting a file removes its bytes, its row and its counted size; D2: not someone else\'s', async () => {
+  test("D1: deleting a file removes its bytes, its row and its counted size; D2: not someone else's", async () => {
     const world = await newWorld();
     const before = { keys: await uploads.storedKeys(), counter: await counter(world) };
     const response = await upload(world.users.member.auth, [{ name: 'gone-soon.txt', content: 'bytes' }]);
     const pathId = response.body.url.slice('/user_uploads/'.length);
     const { id } = await uploads.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId } });
-    const remove = (authorization: string) => fetch(`${uploads.server.url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization } });
+    const remove = (authorization: string) =>
+      fetch(`${uploads.server.url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization } });
     const refused = await remove(world.users.owner.auth);
     expect(await refused.json()).toEqual({ result: 'error', msg: 'Invalid attachment', code: 'BAD_REQUEST' });
     expect(await uploads.storedKeys()).toContain(`files/${pathId}`);
@@ -202,7 +238,9 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     expect({ keys: await uploads.storedKeys(), counter: await counter(world) }).toEqual(before);
     expect(await uploads.server.app.prisma.attachment.count({ where: { id } })).toBe(0);
     // The file URL now answers 404.
-    expect((await fetch(`${uploads.server.url}${response.body.url}`, { headers: { authorization: world.users.member.auth } })).status).toBe(404);
+    expect((await fetch(`${uploads.server.url}${response.body.url}`, { headers: { authorization: world.users.member.auth } })).status).toBe(
+      404,
+    );
   });
 
   test('D3: when the storage fails, the deletion stands: the row and its count go first, the bytes are left to the sweep', async () => {
@@ -210,10 +248,15 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
     try {
       const world = await createWorld(broken.server.app.prisma);
       const before = await counter(world, broken);
-      const response = await postFiles(broken.server.url, '/user_uploads', world.users.member.auth, [{ name: 'stuck.txt', content: 'stuck' }]);
+      const response = await postFiles(broken.server.url, '/user_uploads', world.users.member.auth, [
+        { name: 'stuck.txt', content: 'stuck' },
+      ]);
       const { id } = await broken.server.app.prisma.attachment.findUniqueOrThrow({ where: { pathId: response.body.url.slice(14) } });
       await broken.breakStorage();
-      const deleted = await fetch(`${broken.server.url}/api/v1/attachments/${id}`, { method: 'DELETE', headers: { authorization: world.users.member.auth } });
+      const deleted = await fetch(`${broken.server.url}/api/v1/attachments/${id}`, {
+        method: 'DELETE',
+        headers: { authorization: world.users.member.auth },
+      });
       expect(await deleted.json()).toEqual({ result: 'success', msg: '' });
       expect(await broken.server.app.prisma.attachment.count({ where: { id } })).toBe(0);
       expect(await counter(world, broken)).toBe(before);
@@ -262,6 +305,10 @@ describe.each(STORAGE_KINDS)('POST /user_uploads (%s storage)', (kind) => {
   test('no credentials: 401 before the body is read', async () => {
     const response = await upload(undefined, [{ name: 'a.txt', content: 'x' }]);
     expect(response.status).toBe(401);
-    expect(response.body).toEqual({ result: 'error', msg: 'Not logged in: API authentication or user session required', code: 'UNAUTHORIZED' });
+    expect(response.body).toEqual({
+      result: 'error',
+      msg: 'Not logged in: API authentication or user session required',
+      code: 'UNAUTHORIZED',
+    });
   });
 });

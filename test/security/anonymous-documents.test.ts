@@ -38,10 +38,16 @@ async function post(url: string, body: object, authorization?: string) {
 const tooLarge = (limit: number, who: 'with' | 'without') => ({
   status: 413,
   retryAfter: null,
-  body: { errors: [{ message: `Document too large: at most ${limit} bytes ${who} credentials.`, extensions: { code: 'DOCUMENT_TOO_LARGE' } }] },
+  body: {
+    errors: [{ message: `Document too large: at most ${limit} bytes ${who} credentials.`, extensions: { code: 'DOCUMENT_TOO_LARGE' } }],
+  },
 });
 const typename = { status: 200, retryAfter: null, body: { data: { __typename: 'Query' } } };
-const notFound = { status: 404, retryAfter: null, body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] } };
+const notFound = {
+  status: 404,
+  retryAfter: null,
+  body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] },
+};
 
 /** Rate counters of client addresses (APQ registrations): each test starts without any. */
 const forgetAddressCounters = () => runOnTestDatabase(`DELETE FROM rate_counter WHERE key LIKE 'address:%'`);
@@ -114,15 +120,23 @@ describe('a server process under 300 anonymous documents of 900 KB, 150 of them 
     return result;
   }
 
-  test('refused by size (413) before they are parsed: RSS grows by less than 150 MiB', async () => {
-    const result = await scenario({});
-    expect(result.statuses).toEqual({ 413: 300 });
-    expect(result.violations).toEqual([]);
-  }, SCENARIO_MS);
+  test(
+    'refused by size (413) before they are parsed: RSS grows by less than 150 MiB',
+    async () => {
+      const result = await scenario({});
+      expect(result.statuses).toEqual({ 413: 300 });
+      expect(result.violations).toEqual([]);
+    },
+    SCENARIO_MS,
+  );
 
-  test('with the limit raised they run, and the caches hold them by bytes: RSS grows by less than 150 MiB', async () => {
-    const result = await scenario({ GRAPHQL_ANONYMOUS_MAX_DOCUMENT_BYTES: String(1024 * 1024) });
-    expect(result.statuses).toEqual({ 200: 300 });
-    expect(result.violations).toEqual([]);
-  }, SCENARIO_MS);
+  test(
+    'with the limit raised they run, and the caches hold them by bytes: RSS grows by less than 150 MiB',
+    async () => {
+      const result = await scenario({ GRAPHQL_ANONYMOUS_MAX_DOCUMENT_BYTES: String(1024 * 1024) });
+      expect(result.statuses).toEqual({ 200: 300 });
+      expect(result.violations).toEqual([]);
+    },
+    SCENARIO_MS,
+  );
 });

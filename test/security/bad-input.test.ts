@@ -48,7 +48,11 @@ describe('row 5: NUL characters', () => {
       form: { invitee_emails: 'nul-a@example.net', stream_ids: '[]', welcome_message_custom_text: 'hi\u0000' },
     });
     expect(answer.status).toBe(400);
-    expect(answer.body).toEqual({ result: 'error', msg: 'welcome_message_custom_text contains NULL (0x00) characters.', code: 'BAD_REQUEST' });
+    expect(answer.body).toEqual({
+      result: 'error',
+      msg: 'welcome_message_custom_text contains NULL (0x00) characters.',
+      code: 'BAD_REQUEST',
+    });
     expectMatchesOpenApi('post', '/invites', answer);
     expect(await snapshot()).toEqual(before);
   });
@@ -74,15 +78,22 @@ describe('row 5: NUL characters', () => {
 
   test('GraphQL: the same three answer BadRequestError, InvitationFailedError and NotFoundError', async () => {
     const before = await snapshot();
-    const welcome = await graphql(SEND, { input: { inviteeEmails: ['nul-b@example.net'], streamIds: [], welcomeMessageCustomText: 'hi\u0000' } });
+    const welcome = await graphql(SEND, {
+      input: { inviteeEmails: ['nul-b@example.net'], streamIds: [], welcomeMessageCustomText: 'hi\u0000' },
+    });
     expect(welcome.data.sendInvitations).toEqual({
       __typename: 'BadRequestError',
       message: 'welcome_message_custom_text contains NULL (0x00) characters.',
       code: 'BAD_REQUEST',
     });
     const address = await graphql(SEND, { input: { inviteeEmails: ['bad\u0000@example.net'], streamIds: [] } });
-    expect(address.data.sendInvitations).toMatchObject({ __typename: 'InvitationFailedError', errors: [{ email: 'bad\u0000@example.net', reason: 'Invalid address.' }] });
-    const emoji = await graphql('mutation ($n: String!) { deactivateCustomEmoji(emojiName: $n) { __typename ... on Error { message } } }', { n: 'a\u0000b' });
+    expect(address.data.sendInvitations).toMatchObject({
+      __typename: 'InvitationFailedError',
+      errors: [{ email: 'bad\u0000@example.net', reason: 'Invalid address.' }],
+    });
+    const emoji = await graphql('mutation ($n: String!) { deactivateCustomEmoji(emojiName: $n) { __typename ... on Error { message } } }', {
+      n: 'a\u0000b',
+    });
     expect(emoji.data.deactivateCustomEmoji).toEqual({ __typename: 'NotFoundError', message: "Emoji 'a\u0000b' does not exist" });
     expect(await snapshot()).toEqual(before);
   });
@@ -93,8 +104,13 @@ describe('row 5: NUL characters', () => {
       form: { invitee_emails: 'nul-accept@example.net', stream_ids: '[]' },
     });
     expect(sent.status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: w.org.id, email: 'nul-accept@example.net' } });
-    const answer = await submitAcceptance(server.url, invitation.confirmationKey, { full_name: 'Ann\u0000Smith', password: 'lighthouse-keeper-42' });
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: w.org.id, email: 'nul-accept@example.net' },
+    });
+    const answer = await submitAcceptance(server.url, invitation.confirmationKey, {
+      full_name: 'Ann\u0000Smith',
+      password: 'lighthouse-keeper-42',
+    });
     expect(answer.status).toBe(400);
     expect(await server.app.prisma.user.count({ where: { organizationId: w.org.id, emailKey: 'nul-accept@example.net' } })).toBe(0);
   });
@@ -103,7 +119,7 @@ describe('row 5: NUL characters', () => {
 describe('row 6: ID lists as long as the body limit allows', () => {
   const ids = Array.from({ length: 100_000 }, (_, i) => i + 1);
 
-  test('REST: 100,000 stream_ids or group_ids answer the reference\'s error for the first unknown id', async () => {
+  test("REST: 100,000 stream_ids or group_ids answer the reference's error for the first unknown id", async () => {
     const before = await snapshot();
     const channel = await w.channelId('general');
     const streams = await callApi(server.url, 'POST', '/invites', {
@@ -114,7 +130,11 @@ describe('row 6: ID lists as long as the body limit allows', () => {
     expect(streams.body.msg).toMatch(/^Invalid channel ID \d+\. No invites were sent\.$/);
     const groups = await callApi(server.url, 'POST', '/invites', {
       authorization: w.users.owner.auth,
-      form: { invitee_emails: 'long@example.net', stream_ids: '[]', group_ids: JSON.stringify(ids.slice(0, 60_000).map((id) => id + 10_000_000)) },
+      form: {
+        invitee_emails: 'long@example.net',
+        stream_ids: '[]',
+        group_ids: JSON.stringify(ids.slice(0, 60_000).map((id) => id + 10_000_000)),
+      },
     });
     expect(groups.status).toBe(400);
     expect(groups.body).toEqual({ result: 'error', msg: 'Invalid user group', code: 'BAD_REQUEST' });
@@ -128,14 +148,20 @@ describe('row 6: ID lists as long as the body limit allows', () => {
       form: { invitee_emails: 'repeated@example.net', stream_ids: JSON.stringify(Array(100_000).fill(channel)) },
     });
     expect(answer.status).toBe(200);
-    const invitation = await server.app.prisma.invitation.findFirstOrThrow({ where: { organizationId: w.org.id, email: 'repeated@example.net' }, include: { channels: true } });
+    const invitation = await server.app.prisma.invitation.findFirstOrThrow({
+      where: { organizationId: w.org.id, email: 'repeated@example.net' },
+      include: { channels: true },
+    });
     expect(invitation.channels.map((c) => c.channelId)).toEqual([channel]);
   });
 
   test('GraphQL: 100,000 streamIds in variables answer BadRequestError', async () => {
     const before = await snapshot();
     const answer = await graphql(SEND, { input: { inviteeEmails: ['long@example.net'], streamIds: ids } });
-    expect(answer.data.sendInvitations).toMatchObject({ __typename: 'BadRequestError', message: expect.stringMatching(/^Invalid channel ID \d+/) });
+    expect(answer.data.sendInvitations).toMatchObject({
+      __typename: 'BadRequestError',
+      message: expect.stringMatching(/^Invalid channel ID \d+/),
+    });
     expect(await snapshot()).toEqual(before);
   });
 });

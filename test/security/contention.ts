@@ -89,7 +89,12 @@ interface Contention {
  * `fire()`'s result, started while the row is locked and released once `waiters` requests wait for
  * it (and `whileBlocked()`, if given, has finished meanwhile).
  */
-export async function whileRowLocked<T>(table: LockedTable, id: number, fire: () => Promise<T>, { waiters = 5, whileBlocked }: Contention = {}): Promise<T> {
+export async function whileRowLocked<T>(
+  table: LockedTable,
+  id: number,
+  fire: () => Promise<T>,
+  { waiters = 5, whileBlocked }: Contention = {},
+): Promise<T> {
   const hold = await holdRow(table, id);
   let finished = false;
   const result = fire().finally(() => (finished = true));

@@ -21,7 +21,8 @@ afterAll(async () => {
   await allowing?.close();
 });
 
-const inviteMutation = (email: string) => `mutation { sendInvitations(input: { inviteeEmails: ["${email}"], streamIds: [] }) { __typename } }`;
+const inviteMutation = (email: string) =>
+  `mutation { sendInvitations(input: { inviteeEmails: ["${email}"], streamIds: [] }) { __typename } }`;
 const invited = async () => (await storedInvitations(server.app.prisma, w.org.id)).map((i) => i.email);
 
 function preflight(url: string, path: string, origin: string) {
@@ -53,7 +54,9 @@ describe('CORS', () => {
       expect(evil.headers.get('access-control-allow-origin')).toBeNull();
     }
     const allowedWorld = await createWorld(allowing.app.prisma);
-    const fromFriend = await fetch(`${allowing.url}/api/v1/users/me`, { headers: { origin: FRIEND, authorization: allowedWorld.users.member.auth } });
+    const fromFriend = await fetch(`${allowing.url}/api/v1/users/me`, {
+      headers: { origin: FRIEND, authorization: allowedWorld.users.member.auth },
+    });
     expect(fromFriend.status).toBe(200);
     expect(fromFriend.headers.get('access-control-allow-origin')).toBe(FRIEND);
   });
@@ -64,11 +67,24 @@ describe('requests a browser sends cross-site without a preflight change nothing
     const query = inviteMutation('csrf-form@example.net');
     const bodies: [string, BodyInit, Record<string, string>][] = [
       ['form', new URLSearchParams({ query }), {}],
-      ['multipart', (() => { const f = new FormData(); f.set('operations', JSON.stringify({ query })); f.set('map', '{}'); return f; })(), {}],
+      [
+        'multipart',
+        (() => {
+          const f = new FormData();
+          f.set('operations', JSON.stringify({ query }));
+          f.set('map', '{}');
+          return f;
+        })(),
+        {},
+      ],
       ['text/plain', JSON.stringify({ query }), { 'content-type': 'text/plain' }],
     ];
     for (const [, body, headers] of bodies) {
-      const answer = await fetch(`${server.url}/graphql`, { method: 'POST', body, headers: { authorization: w.users.owner.auth, ...headers } });
+      const answer = await fetch(`${server.url}/graphql`, {
+        method: 'POST',
+        body,
+        headers: { authorization: w.users.owner.auth, ...headers },
+      });
       expect(answer.status).toBe(403);
       expect((await answer.json()).errors[0].message).toBe('Required CSRF header(s) not present');
     }
@@ -92,7 +108,9 @@ describe('requests a browser sends cross-site without a preflight change nothing
       body: JSON.stringify({ query: '{ me { email } }' }),
     });
     expect((await json.json()).data.me.email).toBe(w.users.member.email);
-    const get = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { email } }')}`, { headers: { authorization: w.users.member.auth, accept: 'application/json' } });
+    const get = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { email } }')}`, {
+      headers: { authorization: w.users.member.auth, accept: 'application/json' },
+    });
     expect((await get.json()).data.me.email).toBe(w.users.member.email);
     const getMutation = await fetch(`${server.url}/graphql?query=${encodeURIComponent(inviteMutation('csrf-get@example.net'))}`, {
       headers: { authorization: w.users.owner.auth, accept: 'application/json' },
@@ -119,7 +137,7 @@ describe('requests a browser sends cross-site without a preflight change nothing
     expect(await invited()).not.toContain('csrf-rest@example.net');
   });
 
-  test('REST: the same request from the server\'s own origin, or from a client that sends no Origin, works', async () => {
+  test("REST: the same request from the server's own origin, or from a client that sends no Origin, works", async () => {
     for (const [email, headers] of [
       ['same-origin@example.net', { origin: server.url }],
       ['no-origin@example.net', {}],

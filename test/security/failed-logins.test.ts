@@ -25,7 +25,11 @@ afterAll(async () => {
 });
 
 /** GET over a connection from the given local address (every 127.x address reaches a server on 127.0.0.1). */
-function get(url: string, authorization: string, localAddress = '127.0.0.1'): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+function get(
+  url: string,
+  authorization: string,
+  localAddress = '127.0.0.1',
+): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
   return new Promise((resolve, reject) => {
     const call = request(url, { headers: { authorization }, localAddress }, (response) => {
       let text = '';
@@ -57,7 +61,8 @@ function post(url: string, form: Record<string, string>, localAddress: string): 
 test('row 11: with the default limit, 300 wrong keys from one address end in 429s; another address still gets in', async () => {
   const address = '127.0.0.11';
   const statuses: number[] = [];
-  for (let i = 0; i < 300; i++) statuses.push((await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status);
+  for (let i = 0; i < 300; i++)
+    statuses.push((await get(`${defaults.url}/api/v1/users/me`, wrongKey(w.users.member.email), address)).status);
   expect(statuses.slice(0, 100)).toEqual(Array(100).fill(401));
   expect(statuses.slice(100)).toEqual(Array(200).fill(429));
   // The failure that reaches the lockout, and those after it: 429s with the lockout's headers.
@@ -88,7 +93,8 @@ test('failed logins count across processes: 2 + 2 failures on two servers, the f
 test('the per-user limit counts across processes: 6 requests over two servers, the seventh is refused', async () => {
   const auth = w.users.moderator.auth;
   const statuses: number[] = [];
-  for (const server of [first, second, first, second, first, second, first]) statuses.push((await get(`${server.url}/api/v1/users/me`, auth, '127.0.0.31')).status);
+  for (const server of [first, second, first, second, first, second, first])
+    statuses.push((await get(`${server.url}/api/v1/users/me`, auth, '127.0.0.31')).status);
   expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
 });
 
@@ -110,7 +116,9 @@ describe('without per-user limits (API_RATE_LIMIT=off), lockouts are known from 
     expect((await get(`${a.url}/api/v1/users/me`, auth, address)).status).toBe(429);
     expect((await get(`${a.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(429);
     // The other server hears of it at the failure's commit, a moment later.
-    await vi.waitFor(async () => expect((await get(`${b.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(429), { timeout: 5000 });
+    await vi.waitFor(async () => expect((await get(`${b.url}/api/v1/users/me`, w.users.member.auth, address)).status).toBe(429), {
+      timeout: 5000,
+    });
     // ... from memory, not from a statement.
     expect(b.app.rateLimiter.lockouts.lockedUntil(`failed-login:${address}`)).toBeGreaterThan(Date.now());
     const later = await startTestServer(settings);

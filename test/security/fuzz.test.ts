@@ -85,7 +85,10 @@ const fingerprint = () => digests(DOMAIN_TABLES.map((table) => tableDigest(table
 
 /** This organization's own rows (and the rows of every table that names it). */
 const worldFingerprint = () =>
-  digests([tableDigest('organization', `t.id = ${world.org.id}`), ...organizationTables.map((table) => tableDigest(table, `t."organizationId" = ${world.org.id}`))]);
+  digests([
+    tableDigest('organization', `t.id = ${world.org.id}`),
+    ...organizationTables.map((table) => tableDigest(table, `t."organizationId" = ${world.org.id}`)),
+  ]);
 
 type Who = 'owner' | 'admin' | 'moderator' | 'member' | 'guest' | 'bot' | 'deactivated' | 'otherOwner' | 'nobody' | 'wrongKey';
 const UNAUTHENTICATED: Who[] = ['nobody', 'wrongKey', 'deactivated'];
@@ -120,7 +123,27 @@ function expectAuthorized(who: Who, status: number, namesWorldObject: boolean, w
 const hostileString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', '\u0000', 'a\u0000b', 'hi%00', '[', '{"a":', '[1,', 'null', 'true', '1e309', '-1', '0', '1.0', '9007199254740993', '[1,2,3]', '["x"]', '[[1]]', ' ', '\uD800'),
+  fc.constantFrom(
+    '',
+    '\u0000',
+    'a\u0000b',
+    'hi%00',
+    '[',
+    '{"a":',
+    '[1,',
+    'null',
+    'true',
+    '1e309',
+    '-1',
+    '0',
+    '1.0',
+    '9007199254740993',
+    '[1,2,3]',
+    '["x"]',
+    '[[1]]',
+    ' ',
+    '\uD800',
+  ),
   fc.integer().map(String),
   fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
   fc.array(fc.integer({ min: -5, max: 2 ** 31 + 5 }), { maxLength: 8 }).map((ids) => JSON.stringify(ids)),
@@ -157,7 +180,11 @@ const REST_PARAMETERS = [
 /** Percent-encodes every byte (encodeURIComponent throws on lone surrogates). */
 const percentEncoded = (value: string) => [...Buffer.from(value, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
 
-const pathSegment = fc.oneof(hostileString.filter((s) => s.length > 0).map(percentEncoded), fc.nat({ max: 3_000_000_000 }).map(String), fc.constantFrom('green_tick', 'lighthouse', '1', '%00', '..%2F..'));
+const pathSegment = fc.oneof(
+  hostileString.filter((s) => s.length > 0).map(percentEncoded),
+  fc.nat({ max: 3_000_000_000 }).map(String),
+  fc.constantFrom('green_tick', 'lighthouse', '1', '%00', '..%2F..'),
+);
 /** An id of this organization's invitations (or files), as the owner of another one would try it. */
 const WORLD_ID = 'WORLD_ID';
 const idSegment = fc.oneof({ weight: 3, arbitrary: pathSegment }, { weight: 1, arbitrary: fc.constant(WORLD_ID) });
@@ -171,7 +198,18 @@ const filePart = fc.record({
   type: fc.constantFrom('image/png', 'text/plain', 'application/octet-stream', '', 'image/svg+xml'),
 });
 
-const anyone = fc.constantFrom<Who>('owner', 'admin', 'moderator', 'member', 'guest', 'bot', 'deactivated', 'otherOwner', 'nobody', 'wrongKey');
+const anyone = fc.constantFrom<Who>(
+  'owner',
+  'admin',
+  'moderator',
+  'member',
+  'guest',
+  'bot',
+  'deactivated',
+  'otherOwner',
+  'nobody',
+  'wrongKey',
+);
 /** A name an emoji may have (and, mostly, has not yet). */
 const emojiName = fc.stringMatching(/^[a-z][a-z0-9_]{2,11}$/);
 const image = fc.constant({ name: 'picture.png', content: 'PNG', type: 'image/png' });
@@ -195,7 +233,11 @@ const anyRestRequest = fc.record({
     fc.constant('/settings'),
     fc.constant('/users/me/api_key/regenerate'),
   ),
-  params: fc.dictionary(fc.constantFrom(...REST_PARAMETERS), fc.oneof({ weight: 9, arbitrary: hostileString }, { weight: 1, arbitrary: fc.constant(WORLD_QUEUE) }), { maxKeys: 6 }),
+  params: fc.dictionary(
+    fc.constantFrom(...REST_PARAMETERS),
+    fc.oneof({ weight: 9, arbitrary: hostileString }, { weight: 1, arbitrary: fc.constant(WORLD_QUEUE) }),
+    { maxKeys: 6 },
+  ),
   encoding: fc.constantFrom('form', 'multipart', 'query', 'json', 'garbage', 'file'),
   file: filePart,
   who: anyone,
@@ -217,14 +259,26 @@ const crossOrganizationRequest = fc
     file: filePart,
     worldObject: fc.nat(),
   })
-  .map(({ route: { queue, ...route }, params, ...rest }) => ({ ...rest, ...route, params: { ...params, ...(queue as Record<string, string>) } as Record<string, string>, who: 'otherOwner' as Who }));
+  .map(({ route: { queue, ...route }, params, ...rest }) => ({
+    ...rest,
+    ...route,
+    params: { ...params, ...(queue as Record<string, string>) } as Record<string, string>,
+    who: 'otherOwner' as Who,
+  }));
 
 /** Well-formed requests of the events API and uploads, so that the runs also reach their writes. */
 const plausibleRestRequest = fc.oneof(
   fc.record({
     method: fc.constantFrom('GET', 'DELETE'),
     path: fc.constant('/events'),
-    params: fc.record({ queue_id: fc.constant(WORLD_QUEUE), last_event_id: fc.constantFrom('-1', '0', '1', '2'), dont_block: fc.constantFrom('true', 'false') }, { requiredKeys: ['queue_id'] }),
+    params: fc.record(
+      {
+        queue_id: fc.constant(WORLD_QUEUE),
+        last_event_id: fc.constantFrom('-1', '0', '1', '2'),
+        dont_block: fc.constantFrom('true', 'false'),
+      },
+      { requiredKeys: ['queue_id'] },
+    ),
     encoding: fc.constantFrom('query', 'form'),
     file: filePart,
     who: anyone,
@@ -233,7 +287,13 @@ const plausibleRestRequest = fc.oneof(
   fc.record({
     method: fc.constant('POST'),
     path: fc.constant('/register'),
-    params: fc.record({ event_types: fc.constantFrom('["realm_emoji"]', '["attachment"]', '["invites_changed"]', 'null'), queue_lifespan_secs: fc.constantFrom('0', '1', '600') }, { requiredKeys: [] }),
+    params: fc.record(
+      {
+        event_types: fc.constantFrom('["realm_emoji"]', '["attachment"]', '["invites_changed"]', 'null'),
+        queue_lifespan_secs: fc.constantFrom('0', '1', '600'),
+      },
+      { requiredKeys: [] },
+    ),
     encoding: fc.constantFrom('form', 'multipart'),
     file: filePart,
     who: anyone,
@@ -241,7 +301,10 @@ const plausibleRestRequest = fc.oneof(
   }),
   fc.record({
     method: fc.constant('POST'),
-    path: fc.oneof(fc.constant('/user_uploads'), emojiName.map((name) => `/realm/emoji/${name}`)),
+    path: fc.oneof(
+      fc.constant('/user_uploads'),
+      emojiName.map((name) => `/realm/emoji/${name}`),
+    ),
     params: fc.constant({}),
     encoding: fc.constant('file'),
     file: fc.oneof(image, filePart),
@@ -250,7 +313,11 @@ const plausibleRestRequest = fc.oneof(
   }),
 );
 
-const restRequest = fc.oneof({ weight: 7, arbitrary: anyRestRequest }, { weight: 2, arbitrary: plausibleRestRequest }, { weight: 1, arbitrary: crossOrganizationRequest });
+const restRequest = fc.oneof(
+  { weight: 7, arbitrary: anyRestRequest },
+  { weight: 2, arbitrary: plausibleRestRequest },
+  { weight: 1, arbitrary: crossOrganizationRequest },
+);
 
 type RestRequest = typeof restRequest extends fc.Arbitrary<infer T> ? T : never;
 type FilePart = RestRequest['file'];
@@ -259,15 +326,26 @@ type FilePart = RestRequest['file'];
 async function pendingWorldInvitation(pick: number): Promise<number> {
   const where = { organizationId: world.org.id, status: 'PENDING' as const };
   let pending = await server.app.prisma.invitation.findMany({ where, select: { id: true }, orderBy: { id: 'asc' } });
-  if (pending.length === 0) pending = await createInvitations(server, world, Array.from({ length: 3 }, () => ({ email: uniqueEmail('fuzzed'), queueEmail: false })));
+  if (pending.length === 0)
+    pending = await createInvitations(
+      server,
+      world,
+      Array.from({ length: 3 }, () => ({ email: uniqueEmail('fuzzed'), queueEmail: false })),
+    );
   return pending[pick % pending.length]!.id;
 }
 
 /** One of this organization's files (one uploaded when the runs have deleted them all). */
 async function worldAttachment(pick: number): Promise<number> {
-  let files = await server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, select: { id: true }, orderBy: { id: 'asc' } });
+  let files = await server.app.prisma.attachment.findMany({
+    where: { organizationId: world.org.id },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
   if (files.length === 0) {
-    expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'again.txt', content: 'again' }])).status).toBe(200);
+    expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'again.txt', content: 'again' }])).status).toBe(
+      200,
+    );
     files = await server.app.prisma.attachment.findMany({ where: { organizationId: world.org.id }, select: { id: true } });
   }
   return files[pick % files.length]!.id;
@@ -275,7 +353,10 @@ async function worldAttachment(pick: number): Promise<number> {
 
 /** An event queue of this organization's owner (registered again when the runs have deleted or replaced it). */
 async function worldQueue(): Promise<string> {
-  const queue = await server.app.prisma.eventQueue.findFirst({ where: { userId: world.users.owner.id }, orderBy: { lastPolledAt: 'desc' } });
+  const queue = await server.app.prisma.eventQueue.findFirst({
+    where: { userId: world.users.owner.id },
+    orderBy: { lastPolledAt: 'desc' },
+  });
   if (queue) return queue.id;
   const registered = await callApi(server.url, 'POST', '/register', { authorization: world.users.owner.auth });
   expect(registered.status).toBe(200);
@@ -329,8 +410,13 @@ function restInit({ method, encoding, who, file }: RestRequest, params: Record<s
     if (encoding === 'file') form.append('file', fileBlob(file), file.name);
     return { init: { method, headers, body: form }, query: '' };
   }
-  if (encoding === 'json') return { init: { method, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(params) }, query: '' };
-  if (encoding === 'garbage') return { init: { method, headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: '%%%=&&=%zz\u0000' }, query: '' };
+  if (encoding === 'json')
+    return { init: { method, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(params) }, query: '' };
+  if (encoding === 'garbage')
+    return {
+      init: { method, headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: '%%%=&&=%zz\u0000' },
+      query: '',
+    };
   return { init: { method, headers, body: new URLSearchParams(params) }, query: '' };
 }
 
@@ -348,7 +434,8 @@ test('REST: every generated request gets a JSON envelope, never a 5xx; refused o
       expect(response.status, `${what} answered ${response.status}: ${text}`).toBeLessThan(500);
       if (path === '/users/me/api_key/regenerate' && response.ok) keepRegeneratedKey(request.who, JSON.parse(text).api_key);
       if (path !== '/server_settings' && path !== '/fetch_api_key') expectAuthorized(request.who, response.status, namesWorldObject, what);
-      if (worldBefore !== undefined) expect(await worldFingerprint(), `${what} by another organization's owner changed this one`).toBe(worldBefore);
+      if (worldBefore !== undefined)
+        expect(await worldFingerprint(), `${what} by another organization's owner changed this one`).toBe(worldBefore);
       if (path === '/server_settings') return;
       if (request.method === 'HEAD') {
         tally.count(request.who, response.status >= 400, namesWorldObject);
@@ -381,7 +468,14 @@ const MUTATIONS = {
 const NAMES_WORLD_ID: (keyof typeof MUTATIONS)[] = ['revokeInvitation', 'resendInvitation', 'deleteAttachment'];
 const TAKES_FILE: (keyof typeof MUTATIONS)[] = ['addCustomEmoji', 'uploadFile'];
 
-const anyJson: fc.Arbitrary<unknown> = fc.oneof(hostileString, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.oneof(hostileString, fc.integer()), { maxLength: 5 }));
+const anyJson: fc.Arbitrary<unknown> = fc.oneof(
+  hostileString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.oneof(hostileString, fc.integer()), { maxLength: 5 }),
+);
 
 const sendInput = fc.record(
   {
@@ -416,7 +510,20 @@ const anyGraphqlRequest = fc.record({
   ),
   /** Sent as a multipart request with this file part (for the file variable), or as JSON without one. */
   upload: fc.option(fc.oneof(image, filePart), { nil: undefined }),
-  who: fc.constantFrom<Who>('owner', 'owner', 'admin', 'admin', 'member', 'guest', 'bot', 'deactivated', 'otherOwner', 'otherOwner', 'nobody', 'wrongKey'),
+  who: fc.constantFrom<Who>(
+    'owner',
+    'owner',
+    'admin',
+    'admin',
+    'member',
+    'guest',
+    'bot',
+    'deactivated',
+    'otherOwner',
+    'otherOwner',
+    'nobody',
+    'wrongKey',
+  ),
   worldObject: fc.nat(),
 });
 
@@ -445,24 +552,39 @@ test('GraphQL: every generated mutation gets a JSON answer, never a 5xx; refused
   await fc.assert(
     fc.asyncProperty(graphqlRequest, async ({ operation, variables, who, worldObject, upload }) => {
       const namesWorldObject = variables.id === WORLD_ID && NAMES_WORLD_ID.includes(operation);
-      if (variables.id === WORLD_ID) variables = { ...variables, id: operation === 'deleteAttachment' ? await worldAttachment(worldObject) : await pendingWorldInvitation(worldObject) };
+      if (variables.id === WORLD_ID)
+        variables = {
+          ...variables,
+          id: operation === 'deleteAttachment' ? await worldAttachment(worldObject) : await pendingWorldInvitation(worldObject),
+        };
       const before = await fingerprint();
       const worldBefore = who === 'otherOwner' ? await worldFingerprint() : undefined;
       const auth = authorization(who);
       const response = await fetch(`${server.url}/graphql`, {
         method: 'POST',
         ...(upload && TAKES_FILE.includes(operation)
-          ? { headers: { ...CSRF_HEADERS, ...(auth ? { authorization: auth } : {}) }, body: multipartOperation(MUTATIONS[operation], variables, upload) }
-          : { headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) }, body: JSON.stringify({ query: MUTATIONS[operation], variables }) }),
+          ? {
+              headers: { ...CSRF_HEADERS, ...(auth ? { authorization: auth } : {}) },
+              body: multipartOperation(MUTATIONS[operation], variables, upload),
+            }
+          : {
+              headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
+              body: JSON.stringify({ query: MUTATIONS[operation], variables }),
+            }),
       });
       const text = await response.text();
       expect(response.status, `${operation} answered ${response.status}: ${text}`).toBeLessThan(500);
       expectAuthorized(who, response.status, false, operation);
-      if (worldBefore !== undefined) expect(await worldFingerprint(), `${operation} by another organization's owner changed this one: ${text}`).toBe(worldBefore);
-      const body = JSON.parse(text) as { data?: Record<string, { __typename: string; sentInvitations?: boolean } | null> | null; errors?: unknown[] };
+      if (worldBefore !== undefined)
+        expect(await worldFingerprint(), `${operation} by another organization's owner changed this one: ${text}`).toBe(worldBefore);
+      const body = JSON.parse(text) as {
+        data?: Record<string, { __typename: string; sentInvitations?: boolean } | null> | null;
+        errors?: unknown[];
+      };
       const result = body.data?.[operation];
       const refused = body.errors !== undefined || !result || (result.__typename.endsWith('Error') && result.sentInvitations !== true);
-      if (UNAUTHENTICATED.includes(who) || (who === 'otherOwner' && namesWorldObject)) expect(refused, `${operation} succeeded for ${who}: ${text}`).toBe(true);
+      if (UNAUTHENTICATED.includes(who) || (who === 'otherOwner' && namesWorldObject))
+        expect(refused, `${operation} succeeded for ${who}: ${text}`).toBe(true);
       tally.count(who, refused, namesWorldObject);
       if (refused) expect(await fingerprint(), `${operation} was refused but wrote: ${text}`).toBe(before);
     }),

@@ -35,12 +35,19 @@ async function post(query: string, options: { auth?: string; variables?: object;
 }
 
 const anonymous = DEFAULT_GRAPHQL_LIMITS.anonymous;
-const introspection = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true });
+const introspection = getIntrospectionQuery({
+  descriptions: true,
+  specifiedByUrl: true,
+  directiveIsRepeatable: true,
+  schemaDescription: true,
+  inputValueDeprecation: true,
+});
 const member = () => w.users.member.auth;
 /** Depth `levels + 3` and `9 + 3 * levels` tokens. */
 const nested = (levels: number) => `{ __schema { queryType { ${'ofType { '.repeat(levels)}name${' }'.repeat(levels)} } } }`;
 const aliases = (count: number, selection: string) => `{ ${Array.from({ length: count }, (_, i) => `a${i}: ${selection}`).join(' ')} }`;
-const refusedWith = (message: RegExp) => expect.objectContaining({ errors: expect.arrayContaining([expect.objectContaining({ message: expect.stringMatching(message) })]) });
+const refusedWith = (message: RegExp) =>
+  expect.objectContaining({ errors: expect.arrayContaining([expect.objectContaining({ message: expect.stringMatching(message) })]) });
 
 describe('without credentials (introspection only)', () => {
   test("GraphiQL's full introspection query is allowed", async () => {
@@ -71,7 +78,9 @@ describe('without credentials (introspection only)', () => {
 
   test(`aliases: ${anonymous.aliases} pass, one more is refused`, async () => {
     expect((await post(aliases(anonymous.aliases, '__schema { queryType { name } }'))).errors).toBeUndefined();
-    expect(await post(aliases(anonymous.aliases + 1, '__schema { queryType { name } }'))).toEqual(refusedWith(/Aliases limit of 5 exceeded/));
+    expect(await post(aliases(anonymous.aliases + 1, '__schema { queryType { name } }'))).toEqual(
+      refusedWith(/Aliases limit of 5 exceeded/),
+    );
   });
 
   test(`depth: ${anonymous.depth} passes, one more is refused`, async () => {
@@ -147,7 +156,9 @@ describe('with credentials', () => {
 
   test(`aliases: ${limits.aliases} pass, one more is refused`, async () => {
     expect((await post(aliases(limits.aliases, 'me { email }'), { auth: member() })).errors).toBeUndefined();
-    expect(await post(aliases(limits.aliases + 1, 'me { email }'), { auth: member() })).toEqual(refusedWith(/Aliases limit of 30 exceeded/));
+    expect(await post(aliases(limits.aliases + 1, 'me { email }'), { auth: member() })).toEqual(
+      refusedWith(/Aliases limit of 30 exceeded/),
+    );
   });
 
   test('cost counts list fields ten times: 42 passes, 43 is refused', async () => {
@@ -159,7 +170,8 @@ describe('with credentials', () => {
     expect(over).toEqual(refusedWith(/Query cost limit of 42 exceeded, found 43/));
   });
 
-  const invite = (i: number) => `m${i}: sendInvitations(input: { inviteeEmails: ["limit-${i}-${Math.random()}@example.net"], streamIds: [] }) { __typename }`;
+  const invite = (i: number) =>
+    `m${i}: sendInvitations(input: { inviteeEmails: ["limit-${i}-${Math.random()}@example.net"], streamIds: [] }) { __typename }`;
   const mutation = (count: number) => `mutation { ${Array.from({ length: count }, (_, i) => invite(i)).join(' ')} }`;
 
   test(`row 8: ${DEFAULT_GRAPHQL_LIMITS.mutationFields} mutation fields run; one more (or 300) is refused and writes nothing`, async () => {
@@ -172,9 +184,12 @@ describe('with credentials', () => {
       expect(over.data).toBeUndefined();
       expect(over.errors?.[0]?.message).toMatch(count === 300 ? /more that 2000 tokens/ : /at most 5 mutation fields; this one has 6/);
     }
-    const viaFragments = await post(`mutation { ...A ...B } fragment A on Mutation { ${invite(1)} ${invite(2)} ${invite(3)} } fragment B on Mutation { ${invite(4)} ${invite(5)} ${invite(6)} }`, {
-      auth: own.users.owner.auth,
-    });
+    const viaFragments = await post(
+      `mutation { ...A ...B } fragment A on Mutation { ${invite(1)} ${invite(2)} ${invite(3)} } fragment B on Mutation { ${invite(4)} ${invite(5)} ${invite(6)} }`,
+      {
+        auth: own.users.owner.auth,
+      },
+    );
     expect(viaFragments.errors?.[0]?.message).toBe('An operation may run at most 5 mutation fields; this one has 6.');
     expect(await storedInvitations(server.app.prisma, own.org.id)).toHaveLength(5);
     expect(await server.app.prisma.outboxEmail.count({ where: { organizationId: own.org.id } })).toBe(5);
@@ -191,13 +206,16 @@ describe('with credentials', () => {
     expect(await storedInvitations(tight.app.prisma, own.org.id)).toHaveLength(8);
   });
 
-  const preview = (i: number) => `p${i}: previewInvitations(input: { inviteeEmails: ["preview-${i}@example.net"], streamIds: [] }) { __typename }`;
+  const preview = (i: number) =>
+    `p${i}: previewInvitations(input: { inviteeEmails: ["preview-${i}@example.net"], streamIds: [] }) { __typename }`;
   const previews = (count: number) => `{ ${Array.from({ length: count }, (_, i) => preview(i)).join(' ')} }`;
 
   test('previewInvitations fields count as mutation fields do: at most 5 an operation, each beyond the first one request more', async () => {
     const own = await createWorld(tight.app.prisma);
     const auth = own.users.owner.auth;
-    expect((await post(previews(6), { auth, url: tight.url })).errors?.[0]?.message).toBe('An operation may run at most 5 previewInvitations fields; this one has 6.');
+    expect((await post(previews(6), { auth, url: tight.url })).errors?.[0]?.message).toBe(
+      'An operation may run at most 5 previewInvitations fields; this one has 6.',
+    );
     expect((await post(previews(5), { auth, url: tight.url })).errors).toBeUndefined(); // 6 counted (the refused request 1)
     expect((await post(previews(2), { auth, url: tight.url })).errors).toBeUndefined(); // 8
     const refused = await post(previews(2), { auth, url: tight.url });

@@ -31,13 +31,21 @@ test('5, 100 and 10,000 addresses take the same number of statements, and every 
     counting.request('/api/v1/invites', {
       method: 'POST',
       headers: { authorization: w.users.owner.auth },
-      body: new URLSearchParams({ invitee_emails: addresses(count, tag), stream_ids: JSON.stringify(channels), group_ids: JSON.stringify(groups) }),
+      body: new URLSearchParams({
+        invitee_emails: addresses(count, tag),
+        stream_ids: JSON.stringify(channels),
+        group_ids: JSON.stringify(groups),
+      }),
     });
   // Authentication and the permission reads cost statements only until the process's caches hold
   // them: warm them first, with one address.
   expect((await invite(1, 'warm')).response.status).toBe(200);
   const counts: number[] = [];
-  for (const [count, tag] of [[5, 'five'], [100, 'hundred'], [10_000, 'many']] as const) {
+  for (const [count, tag] of [
+    [5, 'five'],
+    [100, 'hundred'],
+    [10_000, 'many'],
+  ] as const) {
     const { response, statements } = await invite(count, tag);
     expect(response.status).toBe(200);
     counts.push(statements);
@@ -52,7 +60,7 @@ test('5, 100 and 10,000 addresses take the same number of statements, and every 
   expect(await prisma.outboxEmail.count({ where: { organizationId: w.org.id, kind: 'invitation' } })).toBe(10_106);
 });
 
-test('10,000 addresses on the real server: while it holds its organization\'s lock, /health and another organization are answered', async () => {
+test("10,000 addresses on the real server: while it holds its organization's lock, /health and another organization are answered", async () => {
   const w = await createWorld(server.app.prisma, noDailyLimit);
   const other = await createWorld(server.app.prisma);
   // The test keeps the big request inside its transaction: it takes the organization's row, then its

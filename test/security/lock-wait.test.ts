@@ -57,15 +57,17 @@ async function outboxCount(w: World) {
 test('REST invitations answer 503 when the lock is not granted in time, write nothing, and work once it is free', async () => {
   const w = await createWorld(server.app.prisma);
   const fields = { invitee_emails: uniqueEmail('late'), stream_ids: '[]' };
-  const { result, warnings } = await warningsOf(() => whileRowHeld(w.org.id, async () => {
-    const response = await fetch(`${server.url}/api/v1/invites`, {
-      method: 'POST',
-      headers: { authorization: w.users.admin.auth },
-      body: new URLSearchParams(fields),
-    });
-    const busy = { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
-    return { busy, health: (await fetch(`${server.url}/health`)).status };
-  }));
+  const { result, warnings } = await warningsOf(() =>
+    whileRowHeld(w.org.id, async () => {
+      const response = await fetch(`${server.url}/api/v1/invites`, {
+        method: 'POST',
+        headers: { authorization: w.users.admin.auth },
+        body: new URLSearchParams(fields),
+      });
+      const busy = { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
+      return { busy, health: (await fetch(`${server.url}/health`)).status };
+    }),
+  );
   const { busy, health } = result;
   expect(warnings).toEqual([REFUSAL_WARNING]);
   expect(busy).toEqual({ status: 503, retryAfter: '5', body: BUSY_BODY });
@@ -80,7 +82,9 @@ test('REST invitations answer 503 when the lock is not granted in time, write no
 test('GraphQL invitations answer 503 SERVICE_UNAVAILABLE the same way', async () => {
   const w = await createWorld(server.app.prisma);
   const input = { inviteeEmails: [uniqueEmail('late')], streamIds: [] };
-  const { result: busy, warnings } = await warningsOf(() => whileRowHeld(w.org.id, () => gql(server.url, SendInvitations, { input }, w.users.admin.auth)));
+  const { result: busy, warnings } = await warningsOf(() =>
+    whileRowHeld(w.org.id, () => gql(server.url, SendInvitations, { input }, w.users.admin.auth)),
+  );
   // The refusal's warning alone: the error the 503 replaced is not logged as an unexpected one.
   expect(warnings).toEqual([REFUSAL_WARNING]);
   expect(busy).toEqual({
@@ -95,10 +99,11 @@ test('GraphQL invitations answer 503 SERVICE_UNAVAILABLE the same way', async ()
   });
 });
 
-test("a Prisma transaction (revoking) gives up the same way and leaves the invitation as it was", async () => {
+test('a Prisma transaction (revoking) gives up the same way and leaves the invitation as it was', async () => {
   const w = await createWorld(server.app.prisma);
   const invitation = await createInvitation(server, w, { email: uniqueEmail('kept'), referrer: 'admin', queueEmail: false });
-  const revoke = () => fetch(`${server.url}/api/v1/invites/${invitation.id}`, { method: 'DELETE', headers: { authorization: w.users.admin.auth } });
+  const revoke = () =>
+    fetch(`${server.url}/api/v1/invites/${invitation.id}`, { method: 'DELETE', headers: { authorization: w.users.admin.auth } });
   const busy = await whileRowHeld(w.org.id, async () => {
     const response = await revoke();
     return { status: response.status, body: await response.json() };

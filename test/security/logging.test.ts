@@ -21,10 +21,14 @@ let dataDir: string;
 let w: World;
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-logging-'));
-  server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: await testDatabaseUrl() }, {
-    outbox: false,
-    logger,
-  });
+  server = await startServer(
+    { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir },
+    { databaseUrl: await testDatabaseUrl() },
+    {
+      outbox: false,
+      logger,
+    },
+  );
   server.app.config.serverUrl = server.url;
   w = await createWorld(server.app.prisma);
 });
@@ -35,7 +39,9 @@ afterAll(async () => {
 
 test('a request id on every line and in the response; one info line per request; no credentials', async () => {
   clear();
-  const chosen = await fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: w.users.member.auth, 'x-request-id': 'client-id-42' } });
+  const chosen = await fetch(`${server.url}/api/v1/users/me`, {
+    headers: { authorization: w.users.member.auth, 'x-request-id': 'client-id-42' },
+  });
   expect(chosen.headers.get('x-request-id')).toBe('client-id-42');
   const fresh = await fetch(`${server.url}/graphql`, {
     method: 'POST',
@@ -57,7 +63,8 @@ test('a request id on every line and in the response; one info line per request;
   expect(summaries.slice(0, 2).map((line) => line.requestId)).toEqual(['client-id-42', freshId]);
   expect(lines.filter((line) => line.level === 20).length).toBeGreaterThanOrEqual(3);
   const text = raw.join('\n');
-  for (const secret of [w.users.member.apiKey, w.users.member.auth.slice('Basic '.length), invitation.confirmationKey]) expect(text).not.toContain(secret);
+  for (const secret of [w.users.member.apiKey, w.users.member.auth.slice('Basic '.length), invitation.confirmationKey])
+    expect(text).not.toContain(secret);
 });
 
 /** Until the returned function is called, reading a user's files fails with an unexpected error (other statements go through). */
@@ -65,7 +72,9 @@ function failFileReads(): () => void {
   const { sql } = server.app;
   const rows = sql.rows;
   sql.rows = <Row>(text: string, values: readonly unknown[]) =>
-    /\bFROM attachment\b/.test(text) ? Promise.reject(new Error('injected failure')) : rows.call<typeof sql, [string, readonly unknown[]], Promise<Row[]>>(sql, text, values);
+    /\bFROM attachment\b/.test(text)
+      ? Promise.reject(new Error('injected failure'))
+      : rows.call<typeof sql, [string, readonly unknown[]], Promise<Row[]>>(sql, text, values);
   return () => void (sql.rows = rows);
 }
 
@@ -89,10 +98,15 @@ test('an unexpected error is logged once, at error, with the id of the request i
   } finally {
     restore();
   }
-  expect({ status: rest.status, body: await rest.json() }).toEqual({ status: 500, body: { result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' } });
+  expect({ status: rest.status, body: await rest.json() }).toEqual({
+    status: 500,
+    body: { result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' },
+  });
   expect(graphqlBody).toEqual({
     data: null,
-    errors: [{ message: 'Unexpected error.', locations: expect.any(Array), path: ['attachments'], extensions: { code: 'INTERNAL_SERVER_ERROR' } }],
+    errors: [
+      { message: 'Unexpected error.', locations: expect.any(Array), path: ['attachments'], extensions: { code: 'INTERNAL_SERVER_ERROR' } },
+    ],
   });
   expect(errorLines()).toEqual([
     ['rest-broken', 'unexpected error', 'injected failure'],
@@ -101,27 +115,40 @@ test('an unexpected error is logged once, at error, with the id of the request i
   for (const line of lines) expect(line.requestId).toEqual(expect.any(String));
 });
 
-test.each(TRANSPORTS)('over %s, an unexpected error in a subscription event is logged with the id of the subscribing request', async (transport) => {
-  const world = await createWorld(server.app.prisma);
-  const before = server.app.eventStreams!.size;
-  const subscription = subscribe(transport, server.url, world.users.member.auth, 'subscription { attachmentsChanged { change attachment { name } } }', {}, {
-    headers: { 'x-request-id': `${transport}-events` },
-  });
-  try {
-    await eventually(() => server.app.eventStreams!.size > before, 60_000);
-    const restore = failFileReads();
-    clear();
+test.each(TRANSPORTS)(
+  'over %s, an unexpected error in a subscription event is logged with the id of the subscribing request',
+  async (transport) => {
+    const world = await createWorld(server.app.prisma);
+    const before = server.app.eventStreams!.size;
+    const subscription = subscribe(
+      transport,
+      server.url,
+      world.users.member.auth,
+      'subscription { attachmentsChanged { change attachment { name } } }',
+      {},
+      {
+        headers: { 'x-request-id': `${transport}-events` },
+      },
+    );
     try {
-      expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'a.txt', content: 'x' }])).status).toBe(200);
-      expect(await subscription.next()).toMatchObject({ data: { attachmentsChanged: { change: 'ADDED', attachment: null } }, errors: [{ message: 'Unexpected error.' }] });
+      await eventually(() => server.app.eventStreams!.size > before, 60_000);
+      const restore = failFileReads();
+      clear();
+      try {
+        expect((await postFiles(server.url, '/user_uploads', world.users.member.auth, [{ name: 'a.txt', content: 'x' }])).status).toBe(200);
+        expect(await subscription.next()).toMatchObject({
+          data: { attachmentsChanged: { change: 'ADDED', attachment: null } },
+          errors: [{ message: 'Unexpected error.' }],
+        });
+      } finally {
+        restore();
+      }
+      expect(errorLines()).toEqual([[`${transport}-events`, 'unexpected error', 'injected failure']]);
     } finally {
-      restore();
+      await subscription.close();
     }
-    expect(errorLines()).toEqual([[`${transport}-events`, 'unexpected error', 'injected failure']]);
-  } finally {
-    await subscription.close();
-  }
-});
+  },
+);
 
 test('signing in and a reset link: no password, session token or reset token in the log; the link is logged as its route', async () => {
   await givePassword(server.app.prisma, w.users.owner.id);
@@ -131,7 +158,12 @@ test('signing in and a reset link: no password, session token or reset token in 
   const resetToken = `abc-${'x'.repeat(32)}`;
   await fetch(`${server.url}/accounts/password/reset/MTIz/${resetToken}/`);
   const paths = lines.filter((line) => line.msg === 'request').map((line) => `${line.method} ${line.path}`);
-  expect(paths).toEqual(['GET /accounts/login/', 'POST /accounts/login/', 'GET /json/users/me', 'GET /accounts/password/reset/:uid/:token/']);
+  expect(paths).toEqual([
+    'GET /accounts/login/',
+    'POST /accounts/login/',
+    'GET /json/users/me',
+    'GET /accounts/password/reset/:uid/:token/',
+  ]);
   const text = raw.join('\n');
   for (const secret of [PASSWORD, session.cookie.split('=')[1]!, session.csrfToken, resetToken]) expect(text).not.toContain(secret);
 });

@@ -97,7 +97,7 @@ const sessionToken = (signedIn: SignedIn) => signedIn.cookies.sessionid!;
 const meStatus = async (on: RunningServer, signedIn: SignedIn) =>
   (await fetch(`${on.url}/json/users/me`, { headers: { cookie: signedIn.cookie } })).status;
 
-test('while the database is down, every page answers the site\'s 503 page with Retry-After', async () => {
+test("while the database is down, every page answers the site's 503 page with Retry-After", async () => {
   const invitation = await createInvitation(server, w, { email: uniqueEmail('outage') });
   const csrf = 'a'.repeat(43);
   const cookies = { csrftoken: csrf };

@@ -34,7 +34,11 @@ beforeAll(async () => {
   const databaseUrl = new URL(proxy.url);
   databaseUrl.searchParams.set('sslmode', 'require');
   dataDir = await mkdtemp(join(tmpdir(), 'teamchat-outage-'));
-  server = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir }, { databaseUrl: databaseUrl.href }, { outbox: false, logger });
+  server = await startServer(
+    { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir },
+    { databaseUrl: databaseUrl.href },
+    { outbox: false, logger },
+  );
   w = await createWorld(server.app.prisma);
 });
 afterAll(async () => {
@@ -44,7 +48,11 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-const answer = async (response: Response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() });
+const answer = async (response: Response) => ({
+  status: response.status,
+  retryAfter: response.headers.get('retry-after'),
+  body: await response.json(),
+});
 const rest = (path = '/api/v1/users/me') => fetch(`${server.url}${path}`, { headers: { authorization: w.users.owner.auth } }).then(answer);
 const graphql = (query = '{ me { email } }') =>
   fetch(`${server.url}/graphql`, {
@@ -54,7 +62,11 @@ const graphql = (query = '{ me { email } }') =>
   }).then(answer);
 const probe = (path: string) => fetch(`${server.url}${path}`).then(answer);
 
-const REST_UNAVAILABLE = { status: 503, retryAfter: '5', body: { result: 'error', msg: 'The database is unavailable; try again shortly.', code: 'BAD_REQUEST' } };
+const REST_UNAVAILABLE = {
+  status: 503,
+  retryAfter: '5',
+  body: { result: 'error', msg: 'The database is unavailable; try again shortly.', code: 'BAD_REQUEST' },
+};
 const GRAPHQL_UNAVAILABLE = {
   status: 503,
   retryAfter: '5',
@@ -93,7 +105,10 @@ async function expectOutageAnswers(): Promise<void> {
 /** After the fault: one line back (with the count of what failed), both doors answer, and nothing else was logged at warn or above, no stack. */
 async function expectRecovery(started: LogLine): Promise<void> {
   await until(() => stateLines().length === 2);
-  expect(stateLines()[1]).toMatchObject({ level: 30, msg: expect.stringMatching(/^database available again after [\d.]+ s; \d+ requests or background passes failed meanwhile$/) });
+  expect(stateLines()[1]).toMatchObject({
+    level: 30,
+    msg: expect.stringMatching(/^database available again after [\d.]+ s; \d+ requests or background passes failed meanwhile$/),
+  });
   expect(stateLines()[1]!.failed).toBeGreaterThanOrEqual(12);
   expect((await rest()).status).toBe(200);
   expect((await graphql()).status).toBe(200);
@@ -115,7 +130,11 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
   const faults: [string, () => void | Promise<void>, RegExp][] = [
     ['the path to PostgreSQL cut', () => proxy.cut(), /ECONNREFUSED|DatabaseNotReachable/],
     ['the password rotated', () => proxy.refuse('28P01', 'password authentication failed for user "teamchat"'), /28P01/],
-    ['a role that pg_hba.conf refuses', () => proxy.refuse('28000', 'no pg_hba.conf entry for host "127.0.0.1", user "teamchat", database "teamchat", SSL encryption'), /28000/],
+    [
+      'a role that pg_hba.conf refuses',
+      () => proxy.refuse('28000', 'no pg_hba.conf entry for host "127.0.0.1", user "teamchat", database "teamchat", SSL encryption'),
+      /28000/,
+    ],
     ['too many connections', () => proxy.refuse('53300', 'sorry, too many clients already'), /53300/],
     ['a database starting up', () => proxy.refuse('57P03', 'the database system is starting up'), /57P03/],
     ['TLS no longer offered (sslmode=require)', () => proxy.refuseTls(), /TlsConnectionError|does not support SSL/],
@@ -130,7 +149,16 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
     expect(await rest()).toEqual(REST_UNAVAILABLE);
     await until(() => stateLines().length > 0);
     const [started] = stateLines();
-    expect(stateLines()).toEqual([{ level: 50, msg: 'database unavailable: answering 503 until it is back', codes: expect.any(Array), reason: expect.any(String), ...(started!.requestId ? { requestId: started!.requestId } : {}), time: expect.any(Number) }]);
+    expect(stateLines()).toEqual([
+      {
+        level: 50,
+        msg: 'database unavailable: answering 503 until it is back',
+        codes: expect.any(Array),
+        reason: expect.any(String),
+        ...(started!.requestId ? { requestId: started!.requestId } : {}),
+        time: expect.any(Number),
+      },
+    ]);
     expect(JSON.stringify([started!.codes, started!.reason])).toMatch(cause);
     await expectOutageAnswers();
 
@@ -170,7 +198,7 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
 });
 
 describe('the forms a lost connection takes through the driver and Prisma are outages too, not bugs (found by the fault soak)', () => {
-  test("node-postgres's \"not queryable\" client, as the driver throws it and as Prisma rethrows it (no code, the invocation site first)", async () => {
+  test('node-postgres\'s "not queryable" client, as the driver throws it and as Prisma rethrows it (no code, the invocation site first)', async () => {
     const client = await connectToTestDatabase();
     client.on('error', () => {});
     const admin = await connectToTestDatabase();
@@ -178,13 +206,21 @@ describe('the forms a lost connection takes through the driver and Prisma are ou
     try {
       const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
-      await until(async () => (thrown = await client.query('SELECT 1').then(() => undefined, (error: unknown) => error)) !== undefined && /not queryable/.test(String(thrown)));
+      await until(
+        async () =>
+          (thrown = await client.query('SELECT 1').then(
+            () => undefined,
+            (error: unknown) => error,
+          )) !== undefined && /not queryable/.test(String(thrown)),
+      );
     } finally {
       await admin.end();
       await client.end().catch(() => {});
     }
     expect(classifyDatabaseError(thrown)).toBe('lost');
-    const rethrown = Object.assign(new Error(`\nInvalid \`prisma.invitation.findMany()\` invocation:\n\n\n${(thrown as Error).message}`), { clientVersion: '7' });
+    const rethrown = Object.assign(new Error(`\nInvalid \`prisma.invitation.findMany()\` invocation:\n\n\n${(thrown as Error).message}`), {
+      clientVersion: '7',
+    });
     expect(classifyDatabaseError(rethrown)).toBe('lost');
   });
 
@@ -193,11 +229,19 @@ describe('the forms a lost connection takes through the driver and Prisma are ou
     const held = await Promise.all(Array.from({ length: POOL_SIZE }, () => server.database.pool.connect()));
     let notStarted: unknown;
     try {
-      notStarted = await server.app.prisma.$transaction(async () => {}, { maxWait: 50 }).then(() => null, (caught: unknown) => caught);
+      notStarted = await server.app.prisma
+        .$transaction(async () => {}, { maxWait: 50 })
+        .then(
+          () => null,
+          (caught: unknown) => caught,
+        );
     } finally {
       for (const client of held) client.release();
     }
-    expect(notStarted).toMatchObject({ code: 'P2028', message: expect.stringContaining('Unable to start a transaction in the given time') });
+    expect(notStarted).toMatchObject({
+      code: 'P2028',
+      message: expect.stringContaining('Unable to start a transaction in the given time'),
+    });
     expect(classifyDatabaseError(notStarted)).toBe('unavailable');
     expect(classifyDatabaseError(Object.assign(new Error('Transaction API error: Transaction not found.'), { code: 'P2028' }))).toBeNull();
   });
@@ -207,7 +251,9 @@ describe('the forms a lost connection takes through the driver and Prisma are ou
 async function mayCreateRoles(): Promise<boolean> {
   const admin = await connectToTestDatabase();
   try {
-    const { rows } = await admin.query<{ may: boolean }>('SELECT rolsuper OR rolcreaterole AS may FROM pg_roles WHERE rolname = current_user');
+    const { rows } = await admin.query<{ may: boolean }>(
+      'SELECT rolsuper OR rolcreaterole AS may FROM pg_roles WHERE rolname = current_user',
+    );
     return rows[0]!.may;
   } finally {
     await admin.end();
@@ -245,7 +291,11 @@ describe.skipIf(noRealRotation !== null)(
       url.username = role;
       url.password = 'first-password';
       rotatedDir = await mkdtemp(join(tmpdir(), 'teamchat-rotated-'));
-      rotated = await startServer({ ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir: rotatedDir }, { databaseUrl: url.href }, { outbox: false, logger: own.logger });
+      rotated = await startServer(
+        { ...loadConfig({}), host: '127.0.0.1', port: 0, dataDir: rotatedDir },
+        { databaseUrl: url.href },
+        { outbox: false, logger: own.logger },
+      );
     });
     afterAll(async () => {
       await rotated?.close().catch(() => {});
@@ -257,7 +307,8 @@ describe.skipIf(noRealRotation !== null)(
     });
 
     test('503 with Retry-After on both doors and /readyz while the password is refused (28P01), then back by itself when it is accepted again', async () => {
-      const get = (path: string, auth = true) => fetch(`${rotated.url}${path}`, { headers: auth ? { authorization: w.users.owner.auth } : {} }).then(answer);
+      const get = (path: string, auth = true) =>
+        fetch(`${rotated.url}${path}`, { headers: auth ? { authorization: w.users.owner.auth } : {} }).then(answer);
       expect((await get('/api/v1/invites')).status).toBe(200);
       own.clear();
       await asAdmin(`ALTER ROLE ${role} PASSWORD 'second-password'`);

@@ -38,9 +38,15 @@ const rest = (method: string, path: string, auth: string, form?: Record<string, 
 test(`row 3: ${PARALLEL} simultaneous acceptances of one address's ${PARALLEL} invitations create one account`, async () => {
   const w = await createWorld(server.app.prisma);
   const email = uniqueEmail('racer');
-  const invitations = await createInvitations(server, w, Array.from({ length: PARALLEL }, () => ({ email, queueEmail: false })));
+  const invitations = await createInvitations(
+    server,
+    w,
+    Array.from({ length: PARALLEL }, () => ({ email, queueEmail: false })),
+  );
   // Every connection of the server's pool (10) waits for the lock before it is let go.
-  const answers = await whileOrganizationLocked(w.org.id, () => Promise.all(invitations.map((i) => accept(i.confirmationKey))), { waiters: 10 });
+  const answers = await whileOrganizationLocked(w.org.id, () => Promise.all(invitations.map((i) => accept(i.confirmationKey))), {
+    waiters: 10,
+  });
   const counts = countStatuses(answers.map((a) => a.status));
   // One winner; the others find their invitation revoked by the winner's acceptance (410).
   expect(counts).toEqual({ 200: 1, 410: PARALLEL - 1 });
@@ -48,12 +54,17 @@ test(`row 3: ${PARALLEL} simultaneous acceptances of one address's ${PARALLEL} i
   const prisma = server.app.prisma;
   const accounts = await prisma.user.findMany({ where: { organizationId: w.org.id, emailKey: email } });
   expect(accounts).toHaveLength(1);
-  const statuses = await prisma.invitation.findMany({ where: { id: { in: invitations.map((i) => i.id) } }, select: { status: true, createdUserId: true } });
+  const statuses = await prisma.invitation.findMany({
+    where: { id: { in: invitations.map((i) => i.id) } },
+    select: { status: true, createdUserId: true },
+  });
   expect(countStatuses(statuses.map((s) => (s.status === 'ACCEPTED' ? 1 : 0)))).toEqual({ 1: 1, 0: PARALLEL - 1 });
   expect(statuses.filter((s) => s.status === 'REVOKED')).toHaveLength(PARALLEL - 1);
   expect(statuses.find((s) => s.status === 'ACCEPTED')!.createdUserId).toBe(accounts[0]!.id);
   // Welcome Bot greeted the one account once: no message twice.
-  const greetings = await prisma.message.findMany({ where: { organizationId: w.org.id, recipients: { some: { userId: accounts[0]!.id } } } });
+  const greetings = await prisma.message.findMany({
+    where: { organizationId: w.org.id, recipients: { some: { userId: accounts[0]!.id } } },
+  });
   expect(greetings.length).toBeGreaterThan(0);
   expect(new Set(greetings.map((m) => m.content)).size).toBe(greetings.length);
 });
@@ -64,7 +75,11 @@ const PAIRS = 8;
 
 test(`revoke against accept, ${PAIRS} pairs queued on the lock in both orders: the first wins, never both`, async () => {
   const w = await createWorld(server.app.prisma);
-  const invitations = await createInvitations(server, w, Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('pair'), queueEmail: false })));
+  const invitations = await createInvitations(
+    server,
+    w,
+    Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('pair'), queueEmail: false })),
+  );
   const prisma = server.app.prisma;
   for (const [n, i] of invitations.entries()) {
     const acceptFirst = ORDERS[n % 2] === 'first';
@@ -76,7 +91,13 @@ test(`revoke against accept, ${PAIRS} pairs queued on the lock in both orders: t
     const accounts = await prisma.user.count({ where: { organizationId: w.org.id, emailKey: i.email.toLowerCase() } });
     const outcome = { accept: accepted.status, revoke: revoked.status, revokeBody: await revoked.json(), row: row.status, accounts };
     if (acceptFirst) {
-      expect(outcome).toEqual({ accept: 200, revoke: 400, revokeBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' }, row: 'ACCEPTED', accounts: 1 });
+      expect(outcome).toEqual({
+        accept: 200,
+        revoke: 400,
+        revokeBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' },
+        row: 'ACCEPTED',
+        accounts: 1,
+      });
     } else {
       expect(outcome).toEqual({ accept: 410, revoke: 200, revokeBody: { result: 'success', msg: '' }, row: 'REVOKED', accounts: 0 });
     }
@@ -85,7 +106,11 @@ test(`revoke against accept, ${PAIRS} pairs queued on the lock in both orders: t
 
 test(`resend against revoke, ${PAIRS} pairs queued on the lock in both orders: a resent e-mail only while still pending`, async () => {
   const w = await createWorld(server.app.prisma);
-  const invitations = await createInvitations(server, w, Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('resend') })));
+  const invitations = await createInvitations(
+    server,
+    w,
+    Array.from({ length: PAIRS }, () => ({ email: uniqueEmail('resend') })),
+  );
   const prisma = server.app.prisma;
   for (const [n, i] of invitations.entries()) {
     const resendFirst = ORDERS[n % 2] === 'first';
@@ -103,7 +128,13 @@ test(`resend against revoke, ${PAIRS} pairs queued on the lock in both orders: a
     expect(outcome).toEqual(
       resendFirst
         ? { resend: 200, resendBody: { result: 'success', msg: '' }, revoke: 200, row: 'REVOKED', emails: 2 }
-        : { resend: 400, resendBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' }, revoke: 200, row: 'REVOKED', emails: 1 },
+        : {
+            resend: 400,
+            resendBody: { result: 'error', msg: 'No such invitation', code: 'BAD_REQUEST' },
+            revoke: 200,
+            row: 'REVOKED',
+            emails: 1,
+          },
     );
   }
 });
@@ -113,20 +144,34 @@ test('invites against the daily limit: 30 requests at once, exactly the limit pa
   // Two sends per organization and process wait on the database lock; the others queue in the process.
   const answers = await whileOrganizationLocked(
     w.org.id,
-    () => Promise.all(Array.from({ length: 30 }, () => rest('POST', '/invites', w.users.admin.auth, { invitee_emails: uniqueEmail('daily'), stream_ids: '[]' }))),
+    () =>
+      Promise.all(
+        Array.from({ length: 30 }, () =>
+          rest('POST', '/invites', w.users.admin.auth, { invitee_emails: uniqueEmail('daily'), stream_ids: '[]' }),
+        ),
+      ),
     { waiters: 2 },
   );
   const bodies = await Promise.all(answers.map((a) => a.json()));
   expect(countStatuses(answers.map((a) => a.status))).toEqual({ 200: 10, 400: 20 });
-  for (const body of bodies.filter((b) => b.result === 'error')) expect(body).toMatchObject({ code: 'INVITATION_FAILED', daily_limit_reached: true });
+  for (const body of bodies.filter((b) => b.result === 'error'))
+    expect(body).toMatchObject({ code: 'INVITATION_FAILED', daily_limit_reached: true });
   const prisma = server.app.prisma;
   expect(await prisma.invitation.count({ where: { organizationId: w.org.id } })).toBe(10);
   expect(await prisma.outboxEmail.count({ where: { organizationId: w.org.id } })).toBe(10);
 });
 
 test.each([
-  ['a Prisma transaction (inTransaction)', (work: Locking) => inTransaction(server.app.prisma, (tx) => work((id) => tx.$queryRaw`SELECT id FROM organization WHERE id = ${id} FOR UPDATE`))],
-  ['a driver transaction (inSqlTransaction)', (work: Locking) => inSqlTransaction(server.app.sql, (tx) => work((id) => tx.rows('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [id])))],
+  [
+    'a Prisma transaction (inTransaction)',
+    (work: Locking) =>
+      inTransaction(server.app.prisma, (tx) => work((id) => tx.$queryRaw`SELECT id FROM organization WHERE id = ${id} FOR UPDATE`)),
+  ],
+  [
+    'a driver transaction (inSqlTransaction)',
+    (work: Locking) =>
+      inSqlTransaction(server.app.sql, (tx) => work((id) => tx.rows('SELECT id FROM organization WHERE id = $1 FOR UPDATE', [id]))),
+  ],
 ])('a forced deadlock aborts %s, which runs again and commits', async (_name, run) => {
   // PostgreSQL aborts the backend whose deadlock check (deadlock_timeout, 1 s after it began to wait)
   // finds the cycle. The transaction waits first, so it is the one, unless the test's own request

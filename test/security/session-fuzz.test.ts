@@ -27,7 +27,16 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 /** What a refused request must not have changed (sessions and the outbox included). */
-const TABLES = ['user_account', 'user_session', 'invitation', 'custom_emoji', 'attachment', 'outbox_email', 'event_queue', 'audit_log_entry'];
+const TABLES = [
+  'user_account',
+  'user_session',
+  'invitation',
+  'custom_emoji',
+  'attachment',
+  'outbox_email',
+  'event_queue',
+  'audit_log_entry',
+];
 async function fingerprint(): Promise<string> {
   const parts = TABLES.map((table) => `(SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM "${table}" t)`);
   const rows = await server.app.prisma.$queryRawUnsafe<{ f: string }[]>(`SELECT concat_ws(',', ${parts.join(', ')}) AS f`);
@@ -37,7 +46,22 @@ async function fingerprint(): Promise<string> {
 const hostileString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', '\u0000', 'a\u0000b', '%00', '[', '{"a":', 'null', '1e309', '-1', '9007199254740993', '\uD800', '//evil.example', '/\\evil', 'javascript:alert(1)'),
+  fc.constantFrom(
+    '',
+    '\u0000',
+    'a\u0000b',
+    '%00',
+    '[',
+    '{"a":',
+    'null',
+    '1e309',
+    '-1',
+    '9007199254740993',
+    '\uD800',
+    '//evil.example',
+    '/\\evil',
+    'javascript:alert(1)',
+  ),
   fc.emailAddress(),
 );
 
@@ -63,8 +87,35 @@ const csrfFor = (kind: CsrfKind, hostile: string): string | undefined => {
 
 const jsonRequest = fc.record({
   method: fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH', 'PUT'),
-  path: fc.constantFrom('/users/me', '/attachments', '/invites', '/realm/emoji', '/register', '/events', '/settings', '/server_settings', '/fetch_api_key', '/users/me/api_key/regenerate', '/invites/1', '/nothing'),
-  params: fc.dictionary(fc.constantFrom('invitee_emails', 'stream_ids', 'invite_as', 'old_password', 'new_password', 'queue_id', 'last_event_id', 'username', 'password'), hostileString, { maxKeys: 4 }),
+  path: fc.constantFrom(
+    '/users/me',
+    '/attachments',
+    '/invites',
+    '/realm/emoji',
+    '/register',
+    '/events',
+    '/settings',
+    '/server_settings',
+    '/fetch_api_key',
+    '/users/me/api_key/regenerate',
+    '/invites/1',
+    '/nothing',
+  ),
+  params: fc.dictionary(
+    fc.constantFrom(
+      'invitee_emails',
+      'stream_ids',
+      'invite_as',
+      'old_password',
+      'new_password',
+      'queue_id',
+      'last_event_id',
+      'username',
+      'password',
+    ),
+    hostileString,
+    { maxKeys: 4 },
+  ),
   cookie: fc.constantFrom<CookieKind>('none', 'madeUp', 'malformed', 'valid', 'valid'),
   csrf: fc.constantFrom<CsrfKind>('none', 'wrong', 'right', 'hostile'),
   hostile: hostileString,
@@ -106,11 +157,21 @@ test('/json: a JSON envelope, never a 5xx; no valid session -> 401; no CSRF toke
   for (const status of [200, 401, 403, 404]) expect(seen, `no ${status} answer`).toContain(status);
 }, 600_000);
 
-const FORMS = ['/accounts/login/', '/accounts/logout/', '/accounts/password/reset/', '/accounts/password/reset/MQ/abc-def/', '/accounts/password/reset/%00/%00/'];
+const FORMS = [
+  '/accounts/login/',
+  '/accounts/logout/',
+  '/accounts/password/reset/',
+  '/accounts/password/reset/MQ/abc-def/',
+  '/accounts/password/reset/%00/%00/',
+];
 
 const formRequest = fc.record({
   path: fc.constantFrom(...FORMS),
-  fields: fc.dictionary(fc.constantFrom('username', 'password', 'realm', 'next', 'email', 'new_password1', 'new_password2', 'csrfmiddlewaretoken'), hostileString, { maxKeys: 5 }),
+  fields: fc.dictionary(
+    fc.constantFrom('username', 'password', 'realm', 'next', 'email', 'new_password1', 'new_password2', 'csrfmiddlewaretoken'),
+    hostileString,
+    { maxKeys: 5 },
+  ),
   csrf: fc.constantFrom<'none' | 'cookieOnly' | 'matching'>('none', 'cookieOnly', 'matching', 'matching'),
   encoding: fc.constantFrom('form', 'multipart', 'garbage'),
 });

@@ -68,7 +68,9 @@ test('50 unknown addresses and 50 wrong passwords: the same answer, medians with
   const measured: Awaited<ReturnType<typeof measure>>[] = [];
   for (let round = 0; round < 3 && !measured.some((m) => m.difference < 0.1); round++) {
     measured.push(await measure(round, bodies));
-    console.info(`medians: unknown address ${measured.at(-1)!.unknownMedian.toFixed(1)} ms, wrong password ${measured.at(-1)!.wrongMedian.toFixed(1)} ms`);
+    console.info(
+      `medians: unknown address ${measured.at(-1)!.unknownMedian.toFixed(1)} ms, wrong password ${measured.at(-1)!.wrongMedian.toFixed(1)} ms`,
+    );
   }
   expect([...bodies]).toEqual(['{"result":"error","msg":"Your username or password is incorrect","code":"AUTHENTICATION_FAILED"}\n']);
   expect({ measured, oneWithin10Percent: measured.some((m) => m.difference < 0.1) }).toMatchObject({ oneWithin10Percent: true });

@@ -28,7 +28,12 @@ const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 4, 210, 22, 47]);
 /** A FATAL ErrorResponse, as PostgreSQL sends it before closing a connection it refuses. */
 function fatal(sqlstate: string, message: string): Buffer {
   const fields = Buffer.concat([
-    ...[['S', 'FATAL'], ['V', 'FATAL'], ['C', sqlstate], ['M', message]].map(([type, value]) => Buffer.from(`${type}${value}\0`)),
+    ...[
+      ['S', 'FATAL'],
+      ['V', 'FATAL'],
+      ['C', sqlstate],
+      ['M', message],
+    ].map(([type, value]) => Buffer.from(`${type}${value}\0`)),
     Buffer.from([0]),
   ]);
   const length = Buffer.alloc(4);
@@ -54,7 +59,10 @@ function firstPacket(socket: Socket): Promise<Buffer> {
   });
 }
 
-export async function startDatabaseProxy(databaseUrl: string, options: { tls?: { key: string; cert: string } } = {}): Promise<DatabaseProxy> {
+export async function startDatabaseProxy(
+  databaseUrl: string,
+  options: { tls?: { key: string; cert: string } } = {},
+): Promise<DatabaseProxy> {
   const target = new URL(databaseUrl);
   const socketDir = target.searchParams.get('host');
   const port = Number(target.port || 5432);
@@ -85,7 +93,11 @@ export async function startDatabaseProxy(databaseUrl: string, options: { tls?: {
     const database = track(upstream());
     // One side gone (a reset included, which pipe() does not pass on) takes the other with it, as a
     // direct connection would: PostgreSQL then ends the backend and its locks.
-    for (const [side, other] of [[client, database], [database, client]] as const) side.on('close', () => other.destroy());
+    for (const [side, other] of [
+      [client, database],
+      [database, client],
+    ] as const)
+      side.on('close', () => other.destroy());
     database.write(packet);
     client.pipe(database).pipe(client);
     client.resume();

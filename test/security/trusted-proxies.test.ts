@@ -49,23 +49,33 @@ const forgedFor = (address: string) => ({ 'x-forwarded-for': address, forwarded:
 describe('the setting', () => {
   test('addresses and CIDR ranges, comma-separated; unset: none', () => {
     expect(loadConfig({}).trustedProxies).toEqual([]);
-    expect(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.0/8, 192.168.1.10 ,2001:db8::/32,loopback' }).trustedProxies).toEqual(['10.0.0.0/8', '192.168.1.10', '2001:db8::/32', 'loopback']);
+    expect(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.0/8, 192.168.1.10 ,2001:db8::/32,loopback' }).trustedProxies).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.10',
+      '2001:db8::/32',
+      'loopback',
+    ]);
   });
 
   test('a bad entry stops the start with one line naming it', async () => {
     for (const entry of ['10.0.0.300', '10.0.0.0/33', 'proxy.internal', '*']) {
       expect(() => loadConfig({ TRUSTED_PROXIES: `127.0.0.1,${entry}` }), entry).toThrow(StartupError);
-      expect(() => loadConfig({ TRUSTED_PROXIES: `127.0.0.1,${entry}` }), entry).toThrow(`TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range`);
+      expect(() => loadConfig({ TRUSTED_PROXIES: `127.0.0.1,${entry}` }), entry).toThrow(
+        `TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range`,
+      );
     }
     const started = startServerProcess({ TRUSTED_PROXIES: '10.0.0.0/8,10.0.0.300' });
     expect(await started.exited).toBe(1);
-    expect(started.output()).toBe('Cannot start: TRUSTED_PROXIES: "10.0.0.300" is not an IP address or CIDR range (e.g. 10.0.0.0/8, 192.168.1.10, 2001:db8::/32)\n');
+    expect(started.output()).toBe(
+      'Cannot start: TRUSTED_PROXIES: "10.0.0.300" is not an IP address or CIDR range (e.g. 10.0.0.0/8, 192.168.1.10, 2001:db8::/32)\n',
+    );
   });
 });
 
 test('without TRUSTED_PROXIES the headers are ignored: failures with ever-different forged clients all count against the peer', async () => {
   const peer = '127.0.0.51';
-  for (const forged of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) expect(await usersMe(plain, wrongKey(), peer, forgedFor(forged))).toBe(401);
+  for (const forged of ['198.51.100.1', '198.51.100.2', '198.51.100.3'])
+    expect(await usersMe(plain, wrongKey(), peer, forgedFor(forged))).toBe(401);
   expect(await usersMe(plain, wrongKey(), peer, forgedFor('198.51.100.4'))).toBe(429);
   expect(await usersMe(plain, valid(), peer, forgedFor('198.51.100.5'))).toBe(429);
   // Naming the locked-out peer in a header locks out no one else.
@@ -75,7 +85,8 @@ test('without TRUSTED_PROXIES the headers are ignored: failures with ever-differ
 test('from an untrusted peer, forged headers do not move the counting: the peer is locked out, the client it names is not', async () => {
   const peer = '127.0.0.53';
   const victim = '198.51.100.20';
-  for (let i = 0; i < 3; i++) expect(await usersMe(behindProxy, wrongKey(), peer, forgedFor(i === 0 ? victim : `198.51.100.2${i}`))).toBe(401);
+  for (let i = 0; i < 3; i++)
+    expect(await usersMe(behindProxy, wrongKey(), peer, forgedFor(i === 0 ? victim : `198.51.100.2${i}`))).toBe(401);
   expect(await usersMe(behindProxy, wrongKey(), peer, forgedFor(victim))).toBe(429);
   expect(await usersMe(behindProxy, valid(), peer, forgedFor('198.51.100.29'))).toBe(429);
   // The client the forger named, behind the trusted proxy: untouched, all three of its failures still to come.
@@ -108,7 +119,12 @@ test('the request log line shows the client address', async () => {
   await usersMe(behindProxy, valid(), PROXY, { forwarded: 'for="[2001:db8::40]:4711"' });
   await usersMe(behindProxy, valid(), '127.0.0.54', forgedFor('203.0.113.41'));
   await usersMe(behindProxy, valid(), PROXY);
-  expect(lines.filter((line) => line.msg === 'request').map((line) => line.client)).toEqual(['203.0.113.40', '2001:db8::40', '127.0.0.54', PROXY]);
+  expect(lines.filter((line) => line.msg === 'request').map((line) => line.client)).toEqual([
+    '203.0.113.40',
+    '2001:db8::40',
+    '127.0.0.54',
+    PROXY,
+  ]);
 });
 
 describe('forwarding headers from a peer not in TRUSTED_PROXIES', () => {

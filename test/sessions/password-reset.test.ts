@@ -44,13 +44,19 @@ async function requestReset(email: string, client = newClient()): Promise<Respon
   return fetch(RESET(), {
     method: 'POST',
     redirect: 'manual',
-    headers: { cookie: cookieHeader(form.cookies), 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': client, origin: server.url },
+    headers: {
+      cookie: cookieHeader(form.cookies),
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-forwarded-for': client,
+      origin: server.url,
+    },
     body: new URLSearchParams({ csrfmiddlewaretoken: form.token, email }),
   });
 }
 
 const mailsTo = (address: string) => receiver.received.filter((mail) => recipient(mail) === address.toLowerCase());
-const mailTo = (address: string, count = 1) => eventually(() => mailsTo(address).length >= count && mailsTo(address), `${count} e-mail(s) to ${address}`);
+const mailTo = (address: string, count = 1) =>
+  eventually(() => mailsTo(address).length >= count && mailsTo(address), `${count} e-mail(s) to ${address}`);
 
 const LINK = /(http:\/\/[^\s]+\/accounts\/password\/reset\/([^/\s]+)\/([^/\s]+)\/)/;
 
@@ -71,7 +77,11 @@ async function resetLink(email: string) {
 /** Sends the new-password form of a link. */
 async function submitNewPassword(url: string, password1: string, password2 = password1): Promise<{ status: number; page: string }> {
   const form = await openForm(url);
-  const response = await postForm(url, { csrfmiddlewaretoken: form.token, new_password1: password1, new_password2: password2 }, form.cookies);
+  const response = await postForm(
+    url,
+    { csrfmiddlewaretoken: form.token, new_password1: password1, new_password2: password2 },
+    form.cookies,
+  );
   return { status: response.status, page: await response.text() };
 }
 
@@ -106,13 +116,21 @@ describe('the request', () => {
     const unknown = newAddress('nobody');
     const world = await createWorld(server.app.prisma);
     const deactivated = newAddress('dora');
-    await runOnTestDatabase(`UPDATE user_account SET email = $1, "emailKey" = lower($1) WHERE id = $2`, [deactivated, world.users.deactivated.id]);
+    await runOnTestDatabase(`UPDATE user_account SET email = $1, "emailKey" = lower($1) WHERE id = $2`, [
+      deactivated,
+      world.users.deactivated.id,
+    ]);
     const bot = newAddress('bot');
     await runOnTestDatabase(`UPDATE user_account SET email = $1, "emailKey" = lower($1) WHERE id = $2`, [bot, world.users.bot.id]);
     const answers = [];
     for (const address of [known, unknown, deactivated, bot, 'not an address']) {
       const response = await requestReset(address);
-      answers.push({ status: response.status, location: response.headers.get('location'), cookies: response.headers.getSetCookie(), body: await response.text() });
+      answers.push({
+        status: response.status,
+        location: response.headers.get('location'),
+        cookies: response.headers.getSetCookie(),
+        body: await response.text(),
+      });
     }
     for (const answer of answers) expect(answer).toEqual(answers[0]);
     for (const address of [unknown, deactivated, bot]) {
@@ -151,7 +169,8 @@ describe('the request', () => {
   test('5 a day per address, and 5 a day per client address', async () => {
     const email = newAddress('daily');
     // Each hour's window passes (made to end now) between pairs of requests.
-    const endHour = () => runOnTestDatabase(`UPDATE rate_counter SET "windowEnd" = now() AT TIME ZONE 'UTC' WHERE key = $1`, [`password-reset:${email}:3600`]);
+    const endHour = () =>
+      runOnTestDatabase(`UPDATE rate_counter SET "windowEnd" = now() AT TIME ZONE 'UTC' WHERE key = $1`, [`password-reset:${email}:3600`]);
     for (let i = 0; i < 6; i++) {
       if (i % 2 === 0) await endHour();
       await requestReset(email);
@@ -198,17 +217,26 @@ describe('the link', () => {
     // Four wrong attempts: one more would be the fifth, the sixth refused.
     for (let i = 0; i < 4; i++) {
       const form = await openForm(`${server.url}/accounts/login/`);
-      await postForm(`${server.url}/accounts/login/`, { csrfmiddlewaretoken: form.token, username: email, password: 'wrong', realm, next: '' }, form.cookies);
+      await postForm(
+        `${server.url}/accounts/login/`,
+        { csrfmiddlewaretoken: form.token, username: email, password: 'wrong', realm, next: '' },
+        form.cookies,
+      );
     }
     const link = await resetLink(email);
     const done = await submitNewPassword(link.url, NEW_PASSWORD);
     expect(done.status).toBe(200);
     expect(done.page).toContain('href="/accounts/login/"');
-    for (const session of sessions) expect((await fetch(`${server.url}/json/users/me`, { headers: { cookie: session.cookie } })).status).toBe(401);
+    for (const session of sessions)
+      expect((await fetch(`${server.url}/json/users/me`, { headers: { cookie: session.cookie } })).status).toBe(401);
     expect(await server.app.prisma.userSession.count({ where: { userId: world.users.member.id } })).toBe(0);
     // Cleared: two more attempts (wrong, then right) are the first two of a new count.
     const form = await openForm(`${server.url}/accounts/login/`);
-    await postForm(`${server.url}/accounts/login/`, { csrfmiddlewaretoken: form.token, username: email, password: 'wrong', realm, next: '' }, form.cookies);
+    await postForm(
+      `${server.url}/accounts/login/`,
+      { csrfmiddlewaretoken: form.token, username: email, password: 'wrong', realm, next: '' },
+      form.cookies,
+    );
     await signIn(server.url, { username: email, password: NEW_PASSWORD, realm });
     // Once: the same link no longer works.
     const again = await fetch(link.url);
@@ -254,4 +282,3 @@ async function submitNewPasswordRaw(url: string): Promise<Response> {
   const form = await openForm(`${server.url}/accounts/login/`);
   return postForm(url, { csrfmiddlewaretoken: form.token, new_password1: NEW_PASSWORD, new_password2: NEW_PASSWORD }, form.cookies);
 }
-

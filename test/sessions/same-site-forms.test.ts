@@ -8,7 +8,17 @@ import { csrfTokenOf } from '../../src/domain/auth/sessions.js';
 import { requestPasswordReset } from '../../src/domain/auth/password-reset.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
-import { cookieHeader, givePassword, openForm, PASSWORD, postForm, setCookieHeader, setCookies, signIn, type SignedIn } from '../support/sessions.js';
+import {
+  cookieHeader,
+  givePassword,
+  openForm,
+  PASSWORD,
+  postForm,
+  setCookieHeader,
+  setCookies,
+  signIn,
+  type SignedIn,
+} from '../support/sessions.js';
 import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -32,9 +42,12 @@ const planted = { sessionid: PLANTED_SESSION, csrftoken: PLANTED_TOKEN };
 
 const url = (path: string) => `${server.url}${path}`;
 const sessionsOf = (userId: number) => server.app.prisma.userSession.count({ where: { userId } });
-const stillSignedIn = async (session: SignedIn) => (await fetch(url('/json/users/me'), { headers: { cookie: session.cookie } })).status === 200;
-const originRefusal = (origin: string) => `CSRF verification failed. Request aborted. (Origin checking failed - ${origin} does not match any trusted origins.)`;
-const signInAs = (who: 'member' | 'admin' | 'moderator') => signIn(server.url, { username: world.users[who].email, realm: world.org.stringId });
+const stillSignedIn = async (session: SignedIn) =>
+  (await fetch(url('/json/users/me'), { headers: { cookie: session.cookie } })).status === 200;
+const originRefusal = (origin: string) =>
+  `CSRF verification failed. Request aborted. (Origin checking failed - ${origin} does not match any trusted origins.)`;
+const signInAs = (who: 'member' | 'admin' | 'moderator') =>
+  signIn(server.url, { username: world.users[who].email, realm: world.org.stringId });
 const loginFields = (token: string, who: 'member' | 'admin' = 'admin') => ({
   csrfmiddlewaretoken: token,
   username: world.users[who].email,
@@ -45,7 +58,12 @@ const loginFields = (token: string, who: 'member' | 'admin' = 'admin') => ({
 
 /** A form POST with a Cookie header written whole (a browser sends same-named cookies of several paths, the most specific first). */
 const postWithCookieHeader = (path: string, fields: Record<string, string>, cookie: string, origin = server.url) =>
-  fetch(url(path), { method: 'POST', redirect: 'manual', headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+  fetch(url(path), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  });
 
 describe.each([
   ['another site', () => EVIL],
@@ -87,7 +105,11 @@ describe.each([
     const mail = await server.app.prisma.outboxEmail.findFirstOrThrow({ where: { toAddress: email } });
     const link = /http:\/\/\S+\/accounts\/password\/reset\/[^/\s]+\/[^/\s]+\//.exec(mail.textBody)![0];
     const hashBefore = (await server.app.prisma.user.findUniqueOrThrow({ where: { id: mine.users.member.id } })).passwordHash;
-    const fields = { csrfmiddlewaretoken: PLANTED_TOKEN, new_password1: 'an attacker chose this one', new_password2: 'an attacker chose this one' };
+    const fields = {
+      csrfmiddlewaretoken: PLANTED_TOKEN,
+      new_password1: 'an attacker chose this one',
+      new_password2: 'an attacker chose this one',
+    };
     const response = await postForm(link, fields, planted, originOf());
     expect(response.status).toBe(403);
     expect((await server.app.prisma.user.findUniqueOrThrow({ where: { id: mine.users.member.id } })).passwordHash).toBe(hashBefore);
@@ -95,7 +117,12 @@ describe.each([
 
   test('an invitation acceptance: no account', async () => {
     const invitation = await createInvitation(server, world, { email: uniqueEmail('invitee'), queueEmail: false });
-    const response = await postForm(url(`/accounts/do_confirm/${invitation.confirmationKey}`), { full_name: 'Mallory', password: 'lighthouse-keeper-42' }, {}, originOf());
+    const response = await postForm(
+      url(`/accounts/do_confirm/${invitation.confirmationKey}`),
+      { full_name: 'Mallory', password: 'lighthouse-keeper-42' },
+      {},
+      originOf(),
+    );
     expect(response.status).toBe(403);
     expect(await server.app.prisma.user.count({ where: { organizationId: world.org.id, emailKey: invitation.email } })).toBe(0);
   });
@@ -177,7 +204,12 @@ describe('/json', () => {
       body: new URLSearchParams({}),
     });
     expect(response.status).toBe(403);
-    expect(await response.json()).toEqual({ result: 'error', msg: 'CSRF error: CSRF token incorrect.', code: 'CSRF_FAILED', reason: 'CSRF token incorrect.' });
+    expect(await response.json()).toEqual({
+      result: 'error',
+      msg: 'CSRF error: CSRF token incorrect.',
+      code: 'CSRF_FAILED',
+      reason: 'CSRF token incorrect.',
+    });
     expect(await queuesOf(world.users.member.id)).toBe(before);
   });
 
@@ -205,7 +237,15 @@ describe('no page the server renders can be framed', () => {
     ['the reset request page', () => fetch(url('/accounts/password/reset/'))],
     ['the reset done page', () => fetch(url('/accounts/password/reset/done/'))],
     ['an invalid reset link', () => fetch(url('/accounts/password/reset/MQ/abc-def/'))],
-    ['an invitation', async () => fetch(url(`/accounts/do_confirm/${(await createInvitation(server, world, { email: uniqueEmail('framed'), queueEmail: false })).confirmationKey}`))],
+    [
+      'an invitation',
+      async () =>
+        fetch(
+          url(
+            `/accounts/do_confirm/${(await createInvitation(server, world, { email: uniqueEmail('framed'), queueEmail: false })).confirmationKey}`,
+          ),
+        ),
+    ],
     ['an unknown invitation', () => fetch(url('/accounts/do_confirm/nothing0123456789abcdef'))],
     ['GraphiQL', () => fetch(url('/graphql'), { headers: { accept: 'text/html' } })],
   ];
@@ -226,19 +266,28 @@ describe('cookies follow the scheme a trusted proxy says', () => {
   });
   afterAll(() => proxied?.close());
 
-  const schemeWarnings = () => logged.lines.filter((line) => line.level === 40 && line.msg.startsWith('SERVER_URL is http but a trusted proxy forwards https'));
+  const schemeWarnings = () =>
+    logged.lines.filter((line) => line.level === 40 && line.msg.startsWith('SERVER_URL is http but a trusted proxy forwards https'));
   const viaHttps = { 'x-forwarded-proto': 'https' };
 
-  test('over https (the proxy says): __Host- names, Secure; the session cookie is read under the name of the request\'s scheme', async () => {
+  test("over https (the proxy says): __Host- names, Secure; the session cookie is read under the name of the request's scheme", async () => {
     expect(schemeWarnings()).toEqual([]);
     const opened = await fetch(`${proxied.url}/accounts/login/`, { headers: viaHttps });
-    expect(setCookieHeader(opened, '__Host-csrftoken')).toMatch(/^__Host-csrftoken=[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/; Secure; SameSite=Lax$/);
+    expect(setCookieHeader(opened, '__Host-csrftoken')).toMatch(
+      /^__Host-csrftoken=[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/; Secure; SameSite=Lax$/,
+    );
     const token = setCookies(opened).get('__Host-csrftoken')!;
     const proxiedWorld = await createWorld(proxied.app.prisma);
     await givePassword(proxied.app.prisma, proxiedWorld.users.member.id);
     // The browser is at https://<the same host>: the request's host with the scheme the proxy says.
     const origin = proxied.url.replace(/^http:/, 'https:');
-    const fields = { csrfmiddlewaretoken: token, username: proxiedWorld.users.member.email, password: PASSWORD, realm: proxiedWorld.org.stringId, next: '' };
+    const fields = {
+      csrfmiddlewaretoken: token,
+      username: proxiedWorld.users.member.email,
+      password: PASSWORD,
+      realm: proxiedWorld.org.stringId,
+      next: '',
+    };
     const signedIn = await fetch(`${proxied.url}/accounts/login/`, {
       method: 'POST',
       redirect: 'manual',
@@ -248,7 +297,8 @@ describe('cookies follow the scheme a trusted proxy says', () => {
     expect(signedIn.status).toBe(303);
     expect(setCookieHeader(signedIn, '__Host-sessionid')).toMatch(/; Path=\/; Secure; SameSite=Lax; HttpOnly$/);
     const session = setCookies(signedIn).get('__Host-sessionid')!;
-    const me = (cookie: string, headers: Record<string, string> = {}) => fetch(`${proxied.url}/json/users/me`, { headers: { cookie, ...headers } }).then((r) => r.status);
+    const me = (cookie: string, headers: Record<string, string> = {}) =>
+      fetch(`${proxied.url}/json/users/me`, { headers: { cookie, ...headers } }).then((r) => r.status);
     expect(await me(`__Host-sessionid=${session}`, viaHttps)).toBe(200);
     expect(await me(`sessionid=${session}`, viaHttps)).toBe(401);
     // Over plain http the plain name is the one read.

@@ -31,7 +31,10 @@ async function signedInWorld(who: WorldUserName = 'member'): Promise<{ world: Wo
 }
 
 /** A /json request as a browser page's fetch sends it (the session cookie; the CSRF header when given). */
-async function callJson(path: string, init: { method?: string; cookie?: string; csrfToken?: string; form?: Record<string, string>; authorization?: string } = {}) {
+async function callJson(
+  path: string,
+  init: { method?: string; cookie?: string; csrfToken?: string; form?: Record<string, string>; authorization?: string } = {},
+) {
   const response = await fetch(`${server.url}/json${path}`, {
     method: init.method ?? 'GET',
     headers: {
@@ -50,13 +53,23 @@ async function callJson(path: string, init: { method?: string; cookie?: string; 
 const NOT_LOGGED_IN = { result: 'error', msg: 'Not logged in: API authentication or user session required', code: 'UNAUTHORIZED' };
 
 /** A GraphQL POST as a same-origin page sends it: the cookie and Yoga's CSRF header. */
-async function graphqlWithCookie(cookie: string | undefined, query = '{ me { email } }', headers: Record<string, string> = { 'x-graphql-yoga-csrf': '1' }) {
+async function graphqlWithCookie(
+  cookie: string | undefined,
+  query = '{ me { email } }',
+  headers: Record<string, string> = { 'x-graphql-yoga-csrf': '1' },
+) {
   const response = await fetch(`${server.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(cookie && { cookie }), ...headers },
     body: JSON.stringify({ query }),
   });
-  return { status: response.status, body: (await response.json()) as { data?: { me?: { email: string } } | null; errors?: { message: string; extensions?: { code?: string } }[] } };
+  return {
+    status: response.status,
+    body: (await response.json()) as {
+      data?: { me?: { email: string } } | null;
+      errors?: { message: string; extensions?: { code?: string } }[];
+    },
+  };
 }
 
 describe('/json', () => {
@@ -90,17 +103,27 @@ describe('/json', () => {
     expect(answer.body).toMatchObject(NOT_LOGGED_IN);
   });
 
-  test('a state-changing method needs the session\'s X-CSRFToken: 403 CSRF_FAILED without it or with another, nothing changed', async () => {
+  test("a state-changing method needs the session's X-CSRFToken: 403 CSRF_FAILED without it or with another, nothing changed", async () => {
     const { world, session } = await signedInWorld();
     const queues = () => server.app.prisma.eventQueue.count({ where: { userId: world.users.member.id } });
     const before = await queues();
     const missing = await callJson('/register', { method: 'POST', cookie: session.cookie });
     expect(missing.status).toBe(403);
-    expect(missing.body).toEqual({ result: 'error', msg: 'CSRF error: CSRF token missing.', code: 'CSRF_FAILED', reason: 'CSRF token missing.' });
+    expect(missing.body).toEqual({
+      result: 'error',
+      msg: 'CSRF error: CSRF token missing.',
+      code: 'CSRF_FAILED',
+      reason: 'CSRF token missing.',
+    });
     const other = await signedInWorld();
     const incorrect = await callJson('/register', { method: 'POST', cookie: session.cookie, csrfToken: other.session.csrfToken });
     expect(incorrect.status).toBe(403);
-    expect(incorrect.body).toEqual({ result: 'error', msg: 'CSRF error: CSRF token incorrect.', code: 'CSRF_FAILED', reason: 'CSRF token incorrect.' });
+    expect(incorrect.body).toEqual({
+      result: 'error',
+      msg: 'CSRF error: CSRF token incorrect.',
+      code: 'CSRF_FAILED',
+      reason: 'CSRF token incorrect.',
+    });
     expect(await queues()).toBe(before);
     const accepted = await callJson('/register', { method: 'POST', cookie: session.cookie, csrfToken: session.csrfToken });
     expect(accepted.status).toBe(200);
@@ -111,7 +134,11 @@ describe('/json', () => {
 
   test('fetch_api_key, server_settings and users/me/api_key/regenerate are not served at /json', async () => {
     const { session } = await signedInWorld();
-    for (const [method, path] of [['POST', '/fetch_api_key'], ['GET', '/server_settings'], ['POST', '/users/me/api_key/regenerate']] as const) {
+    for (const [method, path] of [
+      ['POST', '/fetch_api_key'],
+      ['GET', '/server_settings'],
+      ['POST', '/users/me/api_key/regenerate'],
+    ] as const) {
       const answer = await callJson(path, { method, cookie: session.cookie, csrfToken: session.csrfToken });
       expect(answer.status, path).toBe(404);
     }
@@ -158,7 +185,12 @@ describe('/graphql with the session', () => {
     const other = await createWorld(server.app.prisma);
     const response = await fetch(`${server.url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-graphql-yoga-csrf': '1', cookie: session.cookie, authorization: other.users.owner.auth },
+      headers: {
+        'content-type': 'application/json',
+        'x-graphql-yoga-csrf': '1',
+        cookie: session.cookie,
+        authorization: other.users.owner.auth,
+      },
       body: JSON.stringify({ query: '{ me { email } }' }),
     });
     expect(await response.json()).toEqual({ data: { me: { email: other.users.owner.email } } });
@@ -166,7 +198,9 @@ describe('/graphql with the session', () => {
 
   test('cached GET answers vary with the cookie', async () => {
     const { session } = await signedInWorld();
-    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { email } }')}`, { headers: { cookie: session.cookie, accept: 'application/json' } });
+    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { email } }')}`, {
+      headers: { cookie: session.cookie, accept: 'application/json' },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('vary')).toMatch(/\bCookie\b/);
   });
@@ -180,7 +214,13 @@ describe('uploads with the session', () => {
     const { world, session } = await signedInWorld();
     const form = () => {
       const data = new FormData();
-      data.append('operations', JSON.stringify({ query: 'mutation($file: File!) { uploadFile(file: $file) { __typename ... on UploadFileSuccess { attachment { name } } } }', variables: { file: null } }));
+      data.append(
+        'operations',
+        JSON.stringify({
+          query: 'mutation($file: File!) { uploadFile(file: $file) { __typename ... on UploadFileSuccess { attachment { name } } } }',
+          variables: { file: null },
+        }),
+      );
       data.append('map', JSON.stringify({ 0: ['variables.file'] }));
       data.append('0', new Blob(['hello'], { type: 'text/plain' }), 'hello.txt');
       return data;
@@ -212,7 +252,7 @@ describe('uploads with the session', () => {
 describe('a session ends', () => {
   const stillIn = async (session: SignedIn) => (await callJson('/users/me', { cookie: session.cookie })).status;
 
-  test('a password change through /json/settings keeps that session and ends the user\'s others; a key regeneration ends none', async () => {
+  test("a password change through /json/settings keeps that session and ends the user's others; a key regeneration ends none", async () => {
     const { world, session } = await signedInWorld();
     const other = await signIn(server.url, { username: world.users.member.email, realm: world.org.stringId });
     const changed = await callJson('/settings', {
@@ -229,15 +269,17 @@ describe('a session ends', () => {
     expect(await stillIn(session)).toBe(200);
   });
 
-  test('after two weeks (and the minute\'s housekeeping removes it)', async () => {
+  test("after two weeks (and the minute's housekeeping removes it)", async () => {
     const { world, session } = await signedInWorld();
-    await runOnTestDatabase(`UPDATE user_session SET "expiresAt" = now() AT TIME ZONE 'UTC' - interval '1 second' WHERE "userId" = $1`, [world.users.member.id]);
+    await runOnTestDatabase(`UPDATE user_session SET "expiresAt" = now() AT TIME ZONE 'UTC' - interval '1 second' WHERE "userId" = $1`, [
+      world.users.member.id,
+    ]);
     expect(await stillIn(session)).toBe(401);
     await removeExpiredSessions(server.app.sql);
     expect(await server.app.prisma.userSession.count({ where: { userId: world.users.member.id } })).toBe(0);
   });
 
-  test("when its user is deactivated, or their organization", async () => {
+  test('when its user is deactivated, or their organization', async () => {
     const first = await signedInWorld();
     await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [first.world.users.member.id]);
     expect(await stillIn(first.session)).toBe(401);
@@ -259,12 +301,20 @@ describe('a session ends', () => {
 
 test('a waiting GET /json/events is answered with 401 when its session signs out', async () => {
   const { session } = await signedInWorld();
-  const registered = await callJson('/register', { method: 'POST', cookie: session.cookie, csrfToken: session.csrfToken, form: { event_types: '["realm_emoji"]' } });
+  const registered = await callJson('/register', {
+    method: 'POST',
+    cookie: session.cookie,
+    csrfToken: session.csrfToken,
+    form: { event_types: '["realm_emoji"]' },
+  });
   expect(registered.status).toBe(200);
   const queueId = registered.body.queue_id as string;
   const waiting = callJson(`/events?${new URLSearchParams({ queue_id: queueId, last_event_id: '-1' })}`, { cookie: session.cookie });
   // The poll waits (its queue says so) before the session ends.
-  await eventually(async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null, 15_000);
+  await eventually(
+    async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null,
+    15_000,
+  );
   await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: session.csrfToken }, session.cookies);
   const answer = await waiting;
   expect(answer.status).toBe(401);
@@ -286,7 +336,14 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
   async function follow(session: SignedIn) {
     const before = server.app.eventStreams!.size;
     // The cookie travels with the SSE request, or with the WebSocket's handshake (no connection_init credentials).
-    const subscription = subscribe(transport, server.url, undefined, EmojiChanges, {}, { headers: { cookie: session.cookie }, connectionParams: {} });
+    const subscription = subscribe(
+      transport,
+      server.url,
+      undefined,
+      EmojiChanges,
+      {},
+      { headers: { cookie: session.cookie }, connectionParams: {} },
+    );
     open.push(subscription as OpenSubscription<unknown>);
     const first = subscription.next(300);
     await eventually(() => server.app.eventStreams!.size > before, 15_000);
@@ -318,7 +375,9 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
   test('ends when its session expires and the housekeeping removes it', async () => {
     const { world, session } = await signedInWorld();
     const subscription = await follow(session);
-    await runOnTestDatabase(`UPDATE user_session SET "expiresAt" = now() AT TIME ZONE 'UTC' - interval '1 second' WHERE "userId" = $1`, [world.users.member.id]);
+    await runOnTestDatabase(`UPDATE user_session SET "expiresAt" = now() AT TIME ZONE 'UTC' - interval '1 second' WHERE "userId" = $1`, [
+      world.users.member.id,
+    ]);
     await removeExpiredSessions(server.app.sql);
     expect(await subscription.next()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
   });
@@ -336,7 +395,14 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
 });
 
 test('without credentials or a session, a WebSocket connection is refused', async () => {
-  const refused = subscribe('ws', server.url, undefined, EmojiChanges, {}, { connectionParams: {}, headers: { cookie: `sessionid=${'C'.repeat(43)}` } });
+  const refused = subscribe(
+    'ws',
+    server.url,
+    undefined,
+    EmojiChanges,
+    {},
+    { connectionParams: {}, headers: { cookie: `sessionid=${'C'.repeat(43)}` } },
+  );
   open.push(refused as OpenSubscription<unknown>);
   expect(await refused.next()).toBe('ended');
 });

@@ -23,12 +23,23 @@ const loginUrl = () => `${server.url}/accounts/login/`;
 /** The form's fields for the member, with the token and cookies of a form just opened. */
 async function memberForm(overrides: Record<string, string> = {}) {
   const form = await openForm(loginUrl());
-  const fields = { csrfmiddlewaretoken: form.token, username: world.users.member.email, password: PASSWORD, realm: world.org.stringId, next: '', ...overrides };
+  const fields = {
+    csrfmiddlewaretoken: form.token,
+    username: world.users.member.email,
+    password: PASSWORD,
+    realm: world.org.stringId,
+    next: '',
+    ...overrides,
+  };
   return { form, fields };
 }
 
 const shownError = (page: string) => /<p class="error" id="error">([^<]*)<\/p>/.exec(page)?.[1];
-const decoded = (text: string | undefined) => text?.replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+const decoded = (text: string | undefined) =>
+  text
+    ?.replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
 
 async function sessionCount(userId: number) {
   return server.app.prisma.userSession.count({ where: { userId } });
@@ -59,14 +70,14 @@ describe('GET /accounts/login/', () => {
     expect(await again.text()).toContain(`value="${first.cookies.csrftoken}"`);
   });
 
-  test('the reference\'s /login/ (where /api/v1 sends a browser) leads to the form, with its next', async () => {
+  test("the reference's /login/ (where /api/v1 sends a browser) leads to the form, with its next", async () => {
     const response = await fetch(`${server.url}/login/?next=%2Fapi%2Fv1%2Fattachments`, { redirect: 'manual' });
     expect(response.headers.get('location')).toBe('/accounts/login/?next=%2Fapi%2Fv1%2Fattachments');
   });
 });
 
 describe('POST /accounts/login/', () => {
-  test('signs in: 303 to next, the session cookie (HttpOnly, SameSite=Lax, two weeks) and the session\'s CSRF token; only the token\'s hash is stored', async () => {
+  test("signs in: 303 to next, the session cookie (HttpOnly, SameSite=Lax, two weeks) and the session's CSRF token; only the token's hash is stored", async () => {
     const { form, fields } = await memberForm({ next: '/graphql?x=1#top' });
     const before = await sessionCount(world.users.member.id);
     const response = await postForm(loginUrl(), fields, form.cookies);
@@ -80,7 +91,10 @@ describe('POST /accounts/login/', () => {
     expect(cookies.get('csrftoken')).toBe(csrfTokenOf(token));
     expect(cookies.get('csrftoken')).not.toBe(form.cookies.csrftoken);
     expect(await sessionCount(world.users.member.id)).toBe(before + 1);
-    const stored = await server.app.prisma.userSession.findFirstOrThrow({ where: { userId: world.users.member.id }, orderBy: { id: 'desc' } });
+    const stored = await server.app.prisma.userSession.findFirstOrThrow({
+      where: { userId: world.users.member.id },
+      orderBy: { id: 'desc' },
+    });
     expect(stored.tokenHash).toBe(createHash('sha256').update(token).digest('hex'));
     expect(JSON.stringify(stored)).not.toContain(token);
     expect(stored.expiresAt.getTime() - stored.createdAt.getTime()).toBe(14 * 24 * 3600 * 1000);
@@ -120,7 +134,10 @@ describe('POST /accounts/login/', () => {
   });
 
   test("a wrong password and an unknown address show the form again (200) with the reference's words, the address kept", async () => {
-    for (const overrides of [{ password: 'not the password' }, { username: 'nobody-here@lighthouse.example' }] as Record<string, string>[]) {
+    for (const overrides of [{ password: 'not the password' }, { username: 'nobody-here@lighthouse.example' }] as Record<
+      string,
+      string
+    >[]) {
       const { form, fields } = await memberForm(overrides);
       const response = await postForm(loginUrl(), fields, form.cookies);
       expect(response.status).toBe(200);
@@ -131,7 +148,7 @@ describe('POST /accounts/login/', () => {
     }
   });
 
-  test('a password holding NUL shows the form again with the reference\'s words; no attempt counted', async () => {
+  test("a password holding NUL shows the form again with the reference's words; no attempt counted", async () => {
     const attemptsKey = `sign-in:${world.users.member.email.toLowerCase()}`;
     const attemptsBefore = await server.app.prisma.rateCounter.findMany({ where: { key: attemptsKey } });
     const { form, fields } = await memberForm({ password: `${PASSWORD}\0` });
@@ -151,7 +168,7 @@ describe('POST /accounts/login/', () => {
     );
   });
 
-  test('the 6th attempt for an address in 30 minutes is refused with section 2\'s words, even with the right password', async () => {
+  test("the 6th attempt for an address in 30 minutes is refused with section 2's words, even with the right password", async () => {
     const mine = await createWorld(server.app.prisma);
     await givePassword(server.app.prisma, mine.users.admin.id);
     const attempt = async (password: string) => {
@@ -170,7 +187,13 @@ describe('POST /accounts/login/', () => {
   test('a session the browser held before ends at a new sign-in', async () => {
     const first = await signIn(server.url, { username: world.users.member.email, realm: world.org.stringId });
     const form = await openForm(loginUrl(), first.cookies);
-    const fields = { csrfmiddlewaretoken: form.token, username: world.users.member.email, password: PASSWORD, realm: world.org.stringId, next: '' };
+    const fields = {
+      csrfmiddlewaretoken: form.token,
+      username: world.users.member.email,
+      password: PASSWORD,
+      realm: world.org.stringId,
+      next: '',
+    };
     expect((await postForm(loginUrl(), fields, form.cookies)).status).toBe(303);
     const me = await fetch(`${server.url}/json/users/me`, { headers: { cookie: first.cookie } });
     expect(me.status).toBe(401);
@@ -194,7 +217,11 @@ describe('POST /accounts/logout/', () => {
     expect(noToken.status).toBe(403);
     // A token that is not the session's (one planted in the CSRF cookie, say) does not do either.
     const planted = await openForm(loginUrl());
-    const wrong = await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: planted.token }, { ...signedIn.cookies, csrftoken: planted.token });
+    const wrong = await postForm(
+      `${server.url}/accounts/logout/`,
+      { csrfmiddlewaretoken: planted.token },
+      { ...signedIn.cookies, csrftoken: planted.token },
+    );
     expect(wrong.status).toBe(403);
     const get = await fetch(`${server.url}/accounts/logout/`, { headers: { cookie: signedIn.cookie }, redirect: 'manual' });
     expect(get.status).toBe(405);
@@ -213,13 +240,23 @@ describe('with an https SERVER_URL', () => {
   test('the cookies are __Host-sessionid and __Host-csrftoken, Secure, Path=/', async () => {
     const url = `${secure.url}/accounts/login/`;
     const opened = await fetch(url);
-    expect(setCookieHeader(opened, '__Host-csrftoken')).toMatch(/^__Host-csrftoken=[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/; Secure; SameSite=Lax$/);
+    expect(setCookieHeader(opened, '__Host-csrftoken')).toMatch(
+      /^__Host-csrftoken=[A-Za-z0-9_-]{43}; Max-Age=31536000; Path=\/; Secure; SameSite=Lax$/,
+    );
     const token = setCookies(opened).get('__Host-csrftoken')!;
-    const fields = { csrfmiddlewaretoken: token, username: world.users.member.email, password: PASSWORD, realm: world.org.stringId, next: '' };
+    const fields = {
+      csrfmiddlewaretoken: token,
+      username: world.users.member.email,
+      password: PASSWORD,
+      realm: world.org.stringId,
+      next: '',
+    };
     // The browser is at SERVER_URL's origin.
     const response = await postForm(url, fields, { '__Host-csrftoken': token }, 'https://chat.example');
     expect(response.status).toBe(303);
-    expect(setCookieHeader(response, '__Host-sessionid')).toMatch(/^__Host-sessionid=[A-Za-z0-9_-]{43}; Max-Age=1209600; Path=\/; Secure; SameSite=Lax; HttpOnly$/);
+    expect(setCookieHeader(response, '__Host-sessionid')).toMatch(
+      /^__Host-sessionid=[A-Za-z0-9_-]{43}; Max-Age=1209600; Path=\/; Secure; SameSite=Lax; HttpOnly$/,
+    );
     const session = setCookies(response).get('__Host-sessionid')!;
     expect((await fetch(`${secure.url}/json/users/me`, { headers: { cookie: `__Host-sessionid=${session}` } })).status).toBe(200);
     // The plain name means nothing there.

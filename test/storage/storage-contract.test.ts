@@ -59,13 +59,25 @@ describe.each(backends)('%s storage', (_name, storageOf) => {
     const storage = storageOf();
     const key = `files/2/cd/${Math.random().toString(36).slice(2)}/broken.bin`;
     const broken = new Error('connection reset');
-    await expect(storage.write(key, failingStream(['part one', 'part two'], broken), 'application/octet-stream')).rejects.toThrow('connection reset');
+    await expect(storage.write(key, failingStream(['part one', 'part two'], broken), 'application/octet-stream')).rejects.toThrow(
+      'connection reset',
+    );
     expect(await storage.stat(key)).toBeNull();
   });
 
   test('keys that could leave the storage root are refused before any I/O', async () => {
     const storage = storageOf();
-    for (const key of ['../escape', 'files/../../escape', '/etc/passwd', 'files//x', 'files/./x', 'files\\..\\x', 'files/a\0b', '', 'files/..']) {
+    for (const key of [
+      '../escape',
+      'files/../../escape',
+      '/etc/passwd',
+      'files//x',
+      'files/./x',
+      'files\\..\\x',
+      'files/a\0b',
+      '',
+      'files/..',
+    ]) {
       await expect(storage.write(key, Readable.from(['x']), 'text/plain')).rejects.toThrow(UnsafeStorageKeyError);
       await expect(storage.read(key)).rejects.toThrow(UnsafeStorageKeyError);
       await expect(storage.delete(key)).rejects.toThrow(UnsafeStorageKeyError);

@@ -21,9 +21,15 @@ export interface Certificates {
 /** A new CA named `caName` and a certificate it signed for `serverName` (its subject). */
 export async function makeCertificates(caName: string, serverName = 'localhost'): Promise<Certificates> {
   const dir = await mkdtemp(join(tmpdir(), 'tc-certs-'));
-  await openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${caName}`, '-keyout', 'ca.key', '-out', 'ca.crt'], dir);
+  await openssl(
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${caName}`, '-keyout', 'ca.key', '-out', 'ca.crt'],
+    dir,
+  );
   await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${serverName}`, '-keyout', 'server.key', '-out', 'server.csr'], dir);
-  await openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-out', 'server.crt'], dir);
+  await openssl(
+    ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-out', 'server.crt'],
+    dir,
+  );
   return {
     dir,
     caFile: join(dir, 'ca.crt'),

@@ -87,12 +87,15 @@ const ACCEPTED = 'a whole JSON result that the test takes';
 export async function shownResult(page: Page, accept: (result: unknown) => boolean = () => true, timeout = 20_000): Promise<unknown> {
   let result: unknown;
   await expect
-    .poll(async () => {
-      const text = await responsePaneText(page);
-      result = parsedOrUndefined(text);
-      // On a timeout the failure names what the pane showed.
-      return result !== undefined && accept(result) ? ACCEPTED : text;
-    }, { timeout })
+    .poll(
+      async () => {
+        const text = await responsePaneText(page);
+        result = parsedOrUndefined(text);
+        // On a timeout the failure names what the pane showed.
+        return result !== undefined && accept(result) ? ACCEPTED : text;
+      },
+      { timeout },
+    )
     .toBe(ACCEPTED);
   return result;
 }

@@ -11,7 +11,9 @@ export const tiffImage = () => solid(40, 40, 10).tiff().toBuffer();
 /** A three-frame animated GIF, wider than high. */
 export async function animatedGif(): Promise<Buffer> {
   const frames = await Promise.all([255, 0, 128].map((r) => solid(120, 80, r).png().toBuffer()));
-  return sharp(frames, { join: { animated: true } }).gif().toBuffer();
+  return sharp(frames, { join: { animated: true } })
+    .gif()
+    .toBuffer();
 }
 
 export async function imageInfo(data: Uint8Array) {

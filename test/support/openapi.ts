@@ -87,7 +87,8 @@ function schemaFor(method: string, path: string, status: number): { schema: Json
     return { schema: schema.schema, source: `documented ${status}` };
   }
   if (status === 405) return { schema: METHOD_NOT_ALLOWED_SCHEMA, source: 'method dispatch 405' };
-  if (status >= 400) return { schema: resolve(document, { $ref: '#/components/schemas/CodedErrorBase' }), source: 'generic CodedErrorBase' };
+  if (status >= 400)
+    return { schema: resolve(document, { $ref: '#/components/schemas/CodedErrorBase' }), source: 'generic CodedErrorBase' };
   throw new Error(`The OpenAPI excerpt documents no ${status} response for ${method.toUpperCase()} ${path}`);
 }
 
@@ -110,5 +111,7 @@ export function expectMatchesOpenApi(method: string, path: string, response: { s
   const { validate, key, source } = validatorFor(method, path, response.status);
   if (validate(response.body)) return;
   const problems = (validate.errors ?? []).map((e) => `  ${e.instancePath || '(body)'} ${e.message} ${JSON.stringify(e.params)}`);
-  throw new Error(`${key}: the body does not match the OpenAPI schema (${source}):\n${problems.join('\n')}\nbody: ${JSON.stringify(response.body)}`);
+  throw new Error(
+    `${key}: the body does not match the OpenAPI schema (${source}):\n${problems.join('\n')}\nbody: ${JSON.stringify(response.body)}`,
+  );
 }

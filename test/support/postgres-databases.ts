@@ -70,7 +70,9 @@ export async function copyTemplate(url: string): Promise<string> {
 /** Drops the template and every copy of it. */
 export async function dropCopies(url: string): Promise<void> {
   await asAdmin(url, async (client) => {
-    const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${templateName(url)}%`]);
+    const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
+      `${templateName(url)}%`,
+    ]);
     for (const { datname } of rows) await dropDatabase(client, datname);
   });
 }

@@ -66,5 +66,4 @@ export async function startTestServer(
 }
 
 /** `Basic base64(email:apiKey)` */
-export const basicAuth = (email: string, apiKey: string) =>
-  `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;
+export const basicAuth = (email: string, apiKey: string) => `Basic ${Buffer.from(`${email}:${apiKey}`).toString('base64')}`;

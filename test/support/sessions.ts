@@ -16,7 +16,8 @@ export function setCookies(response: Response): Map<string, string> {
 }
 
 /** A Set-Cookie header of that name, whole (with its attributes). */
-export const setCookieHeader = (response: Response, name: string) => response.headers.getSetCookie().find((header) => header.startsWith(`${name}=`));
+export const setCookieHeader = (response: Response, name: string) =>
+  response.headers.getSetCookie().find((header) => header.startsWith(`${name}=`));
 
 /** A Cookie header from name=value pairs. */
 export const cookieHeader = (cookies: Record<string, string>) =>
@@ -32,7 +33,10 @@ export function formCsrfToken(page: string): string {
 }
 
 /** GET a form page: its CSRF token, and the cookies to send with its POST. */
-export async function openForm(url: string, cookies: Record<string, string> = {}): Promise<{ token: string; cookies: Record<string, string>; page: string }> {
+export async function openForm(
+  url: string,
+  cookies: Record<string, string> = {},
+): Promise<{ token: string; cookies: Record<string, string>; page: string }> {
   const response = await fetch(url, { headers: { cookie: cookieHeader(cookies) } });
   expect(response.status).toBe(200);
   const page = await response.text();
@@ -43,7 +47,12 @@ export async function openForm(url: string, cookies: Record<string, string> = {}
  * POST a form as a browser does: urlencoded, with the cookies and the page's Origin (a browser sends
  * it with every POST: the server's own unless `origin` says another), not following the redirect.
  */
-export function postForm(url: string, fields: Record<string, string>, cookies: Record<string, string> = {}, origin = new URL(url).origin): Promise<Response> {
+export function postForm(
+  url: string,
+  fields: Record<string, string>,
+  cookies: Record<string, string> = {},
+  origin = new URL(url).origin,
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     redirect: 'manual',
@@ -72,7 +81,13 @@ export async function signIn(serverUrl: string, credentials: { username: string;
   const form = await openForm(`${serverUrl}/accounts/login/`);
   const response = await postForm(
     `${serverUrl}/accounts/login/`,
-    { csrfmiddlewaretoken: form.token, username: credentials.username, password: credentials.password ?? PASSWORD, realm: credentials.realm ?? '', next: '' },
+    {
+      csrfmiddlewaretoken: form.token,
+      username: credentials.username,
+      password: credentials.password ?? PASSWORD,
+      realm: credentials.realm ?? '',
+      next: '',
+    },
     form.cookies,
   );
   expect(response.status, await response.clone().text()).toBe(303);

@@ -99,7 +99,11 @@ export function startServerWithOutbox(overrides: Partial<Config>, options: Serve
 }
 
 /** Polls until `check` returns a value other than undefined/false, or fails after the deadline. */
-export async function eventually<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, deadlineMs = 30_000): Promise<T> {
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  deadlineMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await check();

@@ -71,7 +71,13 @@ export function subscribe<T, V>(
       pending ??= iterator.next() as Promise<Step>;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), ms)));
-      const outcome = await Promise.race([pending.then((result) => ({ result }), (error: unknown) => ({ error })), timeout]);
+      const outcome = await Promise.race([
+        pending.then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        ),
+        timeout,
+      ]);
       clearTimeout(timer);
       if (outcome === 'silent') return 'silent';
       pending = undefined;

@@ -24,7 +24,12 @@ export function multipartForm(files: FilePart[], fields: Record<string, string> 
 }
 
 /** POST a multipart form to `path` under /api/v1. */
-export async function postFiles(serverUrl: string, path: string, authorization: string | undefined, files: FilePart[]): Promise<ApiResponse> {
+export async function postFiles(
+  serverUrl: string,
+  path: string,
+  authorization: string | undefined,
+  files: FilePart[],
+): Promise<ApiResponse> {
   const response = await fetch(`${serverUrl}/api/v1${path}`, {
     method: 'POST',
     headers: authorization ? { authorization } : {},
@@ -93,5 +98,8 @@ const directoryOf = (server: TestServer) => server.app.config.uploads.directory 
 
 async function listFiles(root: string): Promise<string[]> {
   const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative(root, join(e.parentPath, e.name))).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(root, join(e.parentPath, e.name)))
+    .sort();
 }

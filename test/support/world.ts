@@ -10,7 +10,15 @@ import { basicAuth } from './server.js';
 const EXAMPLE = new URL('../../docs/contract/example-organization.json', import.meta.url);
 export const exampleOrganization = (): Record<string, unknown> => JSON.parse(readFileSync(EXAMPLE, 'utf8'));
 
-const ROLES = { owner: 'olga', admin: 'adam', moderator: 'mona', member: 'mark', guest: 'gina', deactivated: 'dora', bot: 'bolt-bot' } as const;
+const ROLES = {
+  owner: 'olga',
+  admin: 'adam',
+  moderator: 'mona',
+  member: 'mark',
+  guest: 'gina',
+  deactivated: 'dora',
+  bot: 'bolt-bot',
+} as const;
 export type WorldUserName = keyof typeof ROLES;
 
 export interface WorldUser {

@@ -154,7 +154,7 @@ const PREVIEW = `query PreviewForTrace($input: SendInvitationsInput!) {
   previewInvitations(input: $input) { __typename }
 }`;
 
-test('a GraphQL request: the server span, then parse, validate and execute, the resolvers\' statements under execute', async () => {
+test("a GraphQL request: the server span, then parse, validate and execute, the resolvers' statements under execute", async () => {
   const invitee = `invitee-${randomBytes(4).toString('hex')}@example.org`;
   const answer = await send('/graphql', {
     method: 'POST',
@@ -190,7 +190,7 @@ test('a REST request: the server span by its route, the statements under it', as
   expect(statements.every((span) => typeof span.attributes['db.query.text'] === 'string')).toBe(true);
 });
 
-test('a trusted proxy\'s traceparent continues its trace; an untrusted peer\'s starts a new one', async () => {
+test("a trusted proxy's traceparent continues its trace; an untrusted peer's starts a new one", async () => {
   const traceId = randomBytes(16).toString('hex');
   const parentId = randomBytes(8).toString('hex');
   const traceparent = `00-${traceId}-${parentId}-01`;
@@ -240,7 +240,7 @@ test('no attribute holds an API key, a password, an e-mail address or a variable
   }
 });
 
-test('a waiting long poll: the delivery that answers it is a span of its request\'s trace, its statements under it', async () => {
+test("a waiting long poll: the delivery that answers it is a span of its request's trace, its statements under it", async () => {
   const authorization = w.users.admin.auth;
   const registered = await callApi(server.url, 'POST', '/register', { authorization, form: { event_types: '["invites_changed"]' } });
   expect(registered.status).toBe(200);

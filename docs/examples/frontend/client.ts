@@ -27,7 +27,11 @@ export class GraphQLRequestError extends Error {
   }
 }
 
-export async function request<Result, Variables>(connection: Connection, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
+export async function request<Result, Variables>(
+  connection: Connection,
+  document: TypedDocumentNode<Result, Variables>,
+  variables: Variables,
+): Promise<Result> {
   const response = await fetch(`${connection.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: connection.authorization },

@@ -31,7 +31,11 @@ export const LiveInvitations = graphql(`
 type Invitations = LiveInvitationsSubscription['invitationsChanged']['invitations'];
 
 /** Calls `show` with the list now and after every change until the returned stop is called. */
-export function keepInvitationsCurrent(connection: Connection, show: (invitations: Invitations) => void, onError: (error: unknown) => void = () => {}) {
+export function keepInvitationsCurrent(
+  connection: Connection,
+  show: (invitations: Invitations) => void,
+  onError: (error: unknown) => void = () => {},
+) {
   const client = createClient({
     url: `${connection.url}/graphql`,
     headers: { authorization: connection.authorization, 'x-graphql-yoga-csrf': '1' },
@@ -42,7 +46,10 @@ export function keepInvitationsCurrent(connection: Connection, show: (invitation
     while (!controller.signal.aborted) {
       if (cursor === null) show((await request(connection, InvitationList, {})).invitations);
       // The document is named by its hash (the server's manifest holds its text).
-      const changes = client.iterate<LiveInvitationsSubscription>({ documentId: documentIdOf(LiveInvitations), variables: { after: cursor } } as never);
+      const changes = client.iterate<LiveInvitationsSubscription>({
+        documentId: documentIdOf(LiveInvitations),
+        variables: { after: cursor },
+      } as never);
       controller.signal.addEventListener('abort', () => void changes.return?.(), { once: true });
       for await (const { data, errors } of changes) {
         if (errors?.some((error) => error.extensions?.code === 'EVENTS_PRUNED')) cursor = null;

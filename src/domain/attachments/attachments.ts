@@ -83,12 +83,23 @@ interface OwnAttachmentRow {
  * authenticated user may ask. One statement for a list of up to a page: this is the settings page's
  * hot path, so it is hand-written.
  */
-export async function listOwnAttachments(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<AttachmentListItem>> {
-  return ownAttachments(ownFiles(sql, actor, false, (row) => attachmentListItem(row as OwnAttachmentRow & { id: number })), pageSize);
+export async function listOwnAttachments(
+  sql: Sql,
+  actor: Actor,
+  pageSize = ATTACHMENT_PAGE_SIZE,
+): Promise<OwnAttachments<AttachmentListItem>> {
+  return ownAttachments(
+    ownFiles(sql, actor, false, (row) => attachmentListItem(row as OwnAttachmentRow & { id: number })),
+    pageSize,
+  );
 }
 
 /** The same list, each file with its messages' send times. */
-export async function listOwnAttachmentsWithMessages(sql: Sql, actor: Actor, pageSize = ATTACHMENT_PAGE_SIZE): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
+export async function listOwnAttachmentsWithMessages(
+  sql: Sql,
+  actor: Actor,
+  pageSize = ATTACHMENT_PAGE_SIZE,
+): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
   return ownAttachments(ownFiles(sql, actor, true, withMessages), pageSize);
 }
 
@@ -99,7 +110,11 @@ export function ownAttachmentsWithMessagesList(sql: Sql, actor: Actor): KeysetLi
 
 /** One of the caller's own files as the list with messages has it; null when it is not (or no longer) theirs. */
 export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachmentId: number): Promise<OwnAttachmentWithMessages | null> {
-  const [file] = await ownAttachmentsWithMessagesList(sql, actor).read({ after: { key: [attachmentId], inclusive: true }, backward: false, limit: 1 });
+  const [file] = await ownAttachmentsWithMessagesList(sql, actor).read({
+    after: { key: [attachmentId], inclusive: true },
+    backward: false,
+    limit: 1,
+  });
   return file?.id === attachmentId ? file : null;
 }
 
@@ -155,12 +170,19 @@ function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, withMess
  * The one statement of the first `limit` files (a whole list of up to a page, or a connection's first
  * page and its extra row): the bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
  */
-export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, limit = ATTACHMENT_PAGE_SIZE) =>
-  ownFilesStatement(actor, withMessages, { backward: false, limit });
+export const ownAttachmentsListStatement = (
+  actor: Pick<Actor, 'id' | 'organizationId'>,
+  withMessages: boolean,
+  limit = ATTACHMENT_PAGE_SIZE,
+) => ownFilesStatement(actor, withMessages, { backward: false, limit });
 
-async function ownAttachments<A extends { id: number }>(files: ReturnType<typeof ownFiles<A>>, pageSize: number): Promise<OwnAttachments<A>> {
+async function ownAttachments<A extends { id: number }>(
+  files: ReturnType<typeof ownFiles<A>>,
+  pageSize: number,
+): Promise<OwnAttachments<A>> {
   const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
-  const readAfter = (last: A) => files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
+  const readAfter = (last: A) =>
+    files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
   const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }
@@ -275,7 +297,12 @@ export const quotaInBytes = (gb: number | null) => (gb === null ? null : BigInt(
  * organizations' files all get the same answer, so nobody learns which ids exist. Messages keep
  * their (now dead) links. `log`: the request's.
  */
-export async function deleteOwnAttachment(app: AppContext, actor: Actor, attachmentId: number, log: Logger): Promise<{ uploadSpaceUsed: bigint }> {
+export async function deleteOwnAttachment(
+  app: AppContext,
+  actor: Actor,
+  attachmentId: number,
+  log: Logger,
+): Promise<{ uploadSpaceUsed: bigint }> {
   const invalid = () => badRequest('Invalid attachment');
   if (!isRowId(attachmentId)) throw invalid();
   const where = { id: attachmentId, ownerId: actor.id, organizationId: actor.organizationId };

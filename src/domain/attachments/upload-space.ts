@@ -25,7 +25,11 @@ export interface NewAttachment {
 /** Inserts attachment rows of one organization and counts their bytes, in the caller's transaction. */
 export async function insertAttachments(tx: Transaction, organizationId: number, rows: (NewAttachment & { id?: number })[]) {
   const created = await tx.attachment.createManyAndReturn({ data: rows, select: { id: true, size: true } });
-  await adjustUploadSpaceUsed(tx, organizationId, created.reduce((sum, row) => sum + row.size, 0n));
+  await adjustUploadSpaceUsed(
+    tx,
+    organizationId,
+    created.reduce((sum, row) => sum + row.size, 0n),
+  );
   return created;
 }
 
@@ -33,7 +37,11 @@ export async function insertAttachments(tx: Transaction, organizationId: number,
  * Deletes one attachment row (its message links cascade) and uncounts its bytes; returns the new
  * total. Conditional on the row still existing: of two concurrent deletions only one uncounts.
  */
-export async function removeAttachmentRow(tx: Transaction, organizationId: number, row: { id: number; size: bigint }): Promise<bigint | null> {
+export async function removeAttachmentRow(
+  tx: Transaction,
+  organizationId: number,
+  row: { id: number; size: bigint },
+): Promise<bigint | null> {
   const { count } = await tx.attachment.deleteMany({ where: { id: row.id, organizationId } });
   if (count === 0) return null;
   return adjustUploadSpaceUsed(tx, organizationId, -row.size);

@@ -50,7 +50,12 @@ export async function changePassword(
     await storePasswordHash(tx, actor.id, passwordHash);
     if (input.keepSessionId !== undefined) await keepSessionAfterPasswordChange(tx, input.keepSessionId);
     await tx.auditLogEntry.create({
-      data: { organizationId: actor.organizationId, actorId: actor.id, eventType: USER_PASSWORD_CHANGED, extraData: { modified_user_id: actor.id } },
+      data: {
+        organizationId: actor.organizationId,
+        actorId: actor.id,
+        eventType: USER_PASSWORD_CHANGED,
+        extraData: { modified_user_id: actor.id },
+      },
     });
   });
   return passwordHash;
@@ -72,7 +77,12 @@ export async function regenerateApiKey(app: AppContext, actor: Actor): Promise<s
     heard = app.authCache?.changeHeard(row.apiKeyHash) ?? heard;
     await tx.user.update({ where: { id: actor.id }, data: apiKeyColumns(issued) });
     await tx.auditLogEntry.create({
-      data: { organizationId: actor.organizationId, actorId: actor.id, eventType: USER_API_KEY_CHANGED, extraData: { modified_user_id: actor.id } },
+      data: {
+        organizationId: actor.organizationId,
+        actorId: actor.id,
+        eventType: USER_API_KEY_CHANGED,
+        extraData: { modified_user_id: actor.id },
+      },
     });
     return row.apiKeyHash;
   });

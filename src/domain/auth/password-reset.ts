@@ -30,7 +30,8 @@ export const RESET_LIMITS = {
 
 export const PASSWORDS_DIFFER = 'The two password fields didn’t match.';
 export const WEAK_PASSWORD = 'The password is too weak.';
-export const INVALID_LINK = 'The password reset link was invalid, possibly because it has already been used. Please request a new password reset.';
+export const INVALID_LINK =
+  'The password reset link was invalid, possibly because it has already been used. Please request a new password reset.';
 
 const SECRET_NAME = 'password-reset';
 
@@ -48,7 +49,9 @@ export interface ResetLink {
 
 async function tokenAt(app: AppContext, user: ResetSubject, issuedAt: number): Promise<string> {
   const secret = await serverSecret(app.prisma, SECRET_NAME);
-  const mac = createHmac('sha256', secret).update(`${user.id}\n${user.emailKey}\n${user.passwordHash ?? ''}\n${issuedAt}`).digest('base64url');
+  const mac = createHmac('sha256', secret)
+    .update(`${user.id}\n${user.emailKey}\n${user.passwordHash ?? ''}\n${issuedAt}`)
+    .digest('base64url');
   return `${issuedAt.toString(36)}-${mac.slice(0, 32)}`;
 }
 
@@ -109,11 +112,21 @@ export async function requestPasswordReset(app: AppContext, input: { email: stri
     const { uid, token } = await resetLinkFor(app, account, now);
     const link = `${app.config.serverUrl}/accounts/password/reset/${uid}/${token}/`;
     const rendered = renderPasswordResetEmail({ email: account.email, organizationName: account.organizationName, link });
-    await queueEmail(app.prisma, { kind: PASSWORD_RESET_EMAIL, toAddress: account.email, organizationId: account.organizationId, ...rendered });
+    await queueEmail(app.prisma, {
+      kind: PASSWORD_RESET_EMAIL,
+      toAddress: account.email,
+      organizationId: account.organizationId,
+      ...rendered,
+    });
   }
   if (active.length === 0) {
     const rendered = renderNoAccountNotice({ email, serverUrl: app.config.serverUrl });
-    await queueEmail(app.prisma, { kind: PASSWORD_RESET_EMAIL, toAddress: email, organizationId: accounts[0]?.organizationId ?? null, ...rendered });
+    await queueEmail(app.prisma, {
+      kind: PASSWORD_RESET_EMAIL,
+      toAddress: email,
+      organizationId: accounts[0]?.organizationId ?? null,
+      ...rendered,
+    });
   }
   app.notifyOutbox();
 }
@@ -125,7 +138,11 @@ function userIdOf(uid: string): number | null {
 }
 
 /** The account a reset link is for, while the link works (3 days, until the password changes); null otherwise. */
-export async function resetLinkAccount(app: AppContext, link: ResetLink, now = Date.now()): Promise<(ResetSubject & { email: string }) | null> {
+export async function resetLinkAccount(
+  app: AppContext,
+  link: ResetLink,
+  now = Date.now(),
+): Promise<(ResetSubject & { email: string }) | null> {
   const userId = userIdOf(link.uid);
   const match = /^([0-9a-z]{1,8})-[A-Za-z0-9_-]{32}$/.exec(link.token);
   if (userId === null || !match) return null;
@@ -145,14 +162,20 @@ export async function resetLinkAccount(app: AppContext, link: ResetLink, now = D
  * fingerprints no longer match; their rows go too) and clears its sign-in attempts. The link is
  * checked again against the row being changed, so of two uses at once only one succeeds.
  */
-export async function completePasswordReset(app: AppContext, link: ResetLink, passwords: { password1: string; password2: string }): Promise<void> {
+export async function completePasswordReset(
+  app: AppContext,
+  link: ResetLink,
+  passwords: { password1: string; password2: string },
+): Promise<void> {
   const account = await resetLinkAccount(app, link);
   if (!account) throw new DomainError(INVALID_LINK, { status: 404, notFound: true });
   if (passwords.password1 !== passwords.password2) throw new DomainError(PASSWORDS_DIFFER);
   assertStrongPassword(passwords.password1, WEAK_PASSWORD);
   const passwordHash = await hashPassword(passwords.password1);
   await app.prisma.$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<{ passwordHash: string | null }[]>`SELECT "passwordHash" FROM user_account WHERE id = ${account.id} FOR UPDATE`;
+    const [row] = await tx.$queryRaw<
+      { passwordHash: string | null }[]
+    >`SELECT "passwordHash" FROM user_account WHERE id = ${account.id} FOR UPDATE`;
     if (!row || row.passwordHash !== account.passwordHash) throw new DomainError(INVALID_LINK, { status: 404, notFound: true });
     await storePasswordHash(tx, account.id, passwordHash);
     await tx.userSession.deleteMany({ where: { userId: account.id } });

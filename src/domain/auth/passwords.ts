@@ -44,7 +44,9 @@ const MAX_PBKDF2_ITERATIONS = 5_000_000;
 const DJANGO_ARGON2 = 'argon2$argon2id$';
 const DJANGO_PBKDF2 = /^pbkdf2_sha256\$(\d{1,9})\$([^$]{1,200})\$([A-Za-z0-9+/]{43}=)$/;
 
-type HashFormat = { kind: 'argon2id'; phc: string; memoryKib: number } | { kind: 'pbkdf2'; iterations: number; salt: string; digest: Buffer };
+type HashFormat =
+  | { kind: 'argon2id'; phc: string; memoryKib: number }
+  | { kind: 'pbkdf2'; iterations: number; salt: string; digest: Buffer };
 
 /** The stored hash's format and parameters, or null when it is not one this server verifies. */
 function readHash(stored: string): HashFormat | null {
@@ -58,7 +60,8 @@ function readHash(stored: string): HashFormat | null {
   if (!phc.startsWith('$argon2id$')) return null;
   try {
     const options = parseOptions(phc);
-    if (options.memoryCost > MAX_ARGON2_MEMORY_KIB || options.timeCost > MAX_ARGON2_TIME || options.parallelism > MAX_ARGON2_PARALLELISM) return null;
+    if (options.memoryCost > MAX_ARGON2_MEMORY_KIB || options.timeCost > MAX_ARGON2_TIME || options.parallelism > MAX_ARGON2_PARALLELISM)
+      return null;
     return { kind: 'argon2id', phc, memoryKib: options.memoryCost };
   } catch {
     return null;
@@ -74,12 +77,19 @@ export function isImportablePasswordHash(stored: string): boolean {
 function isCurrent(stored: string): boolean {
   if (!stored.startsWith('$argon2id$')) return false;
   const options = parseOptions(stored);
-  return options.memoryCost === ARGON2ID.memoryCost && options.timeCost === ARGON2ID.timeCost && options.parallelism === ARGON2ID.parallelism;
+  return (
+    options.memoryCost === ARGON2ID.memoryCost && options.timeCost === ARGON2ID.timeCost && options.parallelism === ARGON2ID.parallelism
+  );
 }
 
 /** A hash or a sign-in could not even wait its turn: the reference's 429 (a sign-in form shows it as too many attempts). */
 export const passwordCheckBusy = () =>
-  new DomainError('API usage exceeded rate limit', { code: 'RATE_LIMIT_HIT', status: 429, data: { 'retry-after': 1 }, headers: { 'Retry-After': '1' } });
+  new DomainError('API usage exceeded rate limit', {
+    code: 'RATE_LIMIT_HIT',
+    status: 429,
+    data: { 'retry-after': 1 },
+    headers: { 'Retry-After': '1' },
+  });
 
 /**
  * A weighted semaphore with a bounded queue: waiters beyond `maxWaiting` are refused at once (429)

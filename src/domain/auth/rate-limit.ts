@@ -145,7 +145,9 @@ const NEW_WINDOW = `rate_counter."windowEnd" <= $1::timestamp(3)`;
  * allowed. The counters grow by their weights unless the address is locked out; the lockout's
  * counter comes back when it is.
  */
-const COUNT_UNLESS_LOCKED_OUT = namedStatement('rate.count-unless-locked-out', `
+const COUNT_UNLESS_LOCKED_OUT = namedStatement(
+  'rate.count-unless-locked-out',
+  `
   WITH lockout AS (
     SELECT ${COUNTER_COLUMNS} FROM rate_counter WHERE key = $5 AND count > $6 AND "windowEnd" > $1::timestamp(3)),
   hits AS (
@@ -159,7 +161,8 @@ const COUNT_UNLESS_LOCKED_OUT = namedStatement('rate.count-unless-locked-out', `
     RETURNING ${COUNTER_COLUMNS})
   SELECT * FROM hits
   UNION ALL
-  SELECT * FROM lockout`);
+  SELECT * FROM lockout`,
+);
 
 /** $1 now, $2 the address's failure key. */
 const READ_FAILURES = namedStatement(
@@ -170,20 +173,25 @@ const READ_FAILURES = namedStatement(
 const LOCKOUT_CHANNEL = 'failed_login_lockout';
 
 /** $1 now, $2 the key, $3 window seconds: one more in the key's window. */
-const COUNT_ATTEMPT = namedStatement('rate.count-attempt', `
+const COUNT_ATTEMPT = namedStatement(
+  'rate.count-attempt',
+  `
   INSERT INTO rate_counter (key, count, "windowEnd")
   VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
   ON CONFLICT (key) DO UPDATE SET
     count = CASE WHEN ${NEW_WINDOW} THEN 1 ELSE rate_counter.count + 1 END,
     "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
-  RETURNING ${COUNTER_COLUMNS}`);
+  RETURNING ${COUNTER_COLUMNS}`,
+);
 
 /**
  * $1 now, $2 the address's failure key, $3 window seconds, $4 the limit. Once the address is over
  * the limit, every process hears of it at commit ("<windowEnd ms> <key>"); a deleted failure
  * counter is announced as "0 <key>" (migration failed_login_release_notifications).
  */
-const COUNT_FAILURE = namedStatement('rate.count-failure', `
+const COUNT_FAILURE = namedStatement(
+  'rate.count-failure',
+  `
   WITH counted AS (
     INSERT INTO rate_counter (key, count, "windowEnd")
     VALUES ($2, 1, $1::timestamp(3) + make_interval(secs => $3::int))
@@ -192,7 +200,8 @@ const COUNT_FAILURE = namedStatement('rate.count-failure', `
       "windowEnd" = CASE WHEN ${NEW_WINDOW} THEN EXCLUDED."windowEnd" ELSE rate_counter."windowEnd" END
     RETURNING ${COUNTER_COLUMNS})
   SELECT counted.*, CASE WHEN count > $4 THEN pg_notify('${LOCKOUT_CHANNEL}', "windowEnd"::int8 || ' ' || key) END AS announced
-    FROM counted`);
+    FROM counted`,
+);
 
 /** $1 now, $2 the limit: the addresses locked out now, for a process that starts listening. */
 const CURRENT_LOCKOUTS = `

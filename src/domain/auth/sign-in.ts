@@ -66,7 +66,11 @@ async function findAccount(prisma: DatabaseClient, emailKey: string, realm: stri
 const signInAdmission = new Gate(2 * HASH_SLOTS, 256 * HASH_SLOTS);
 
 /** The account the address names, and its password verified (a dummy hash without one). */
-async function checkPassword(app: AppContext, emailKey: string, input: PasswordSignIn): Promise<{ account: AccountRow; verification: Verification }> {
+async function checkPassword(
+  app: AppContext,
+  emailKey: string,
+  input: PasswordSignIn,
+): Promise<{ account: AccountRow; verification: Verification }> {
   const account = await findAccount(app.prisma, emailKey, input.realm);
   const storedHash = account && !account.isBot ? account.passwordHash : null;
   const verification = await verifyPassword(storedHash, input.password);
@@ -124,7 +128,11 @@ export async function setPassword(db: DatabaseClient | Transaction, userId: numb
 
 /** setPassword's second half, for callers that hash before their transaction begins. */
 export async function storePasswordHash(db: DatabaseClient | Transaction, userId: number, passwordHash: string): Promise<void> {
-  const users = await db.user.updateManyAndReturn({ where: { id: userId, isBot: false }, data: { passwordHash }, select: { emailKey: true } });
+  const users = await db.user.updateManyAndReturn({
+    where: { id: userId, isBot: false },
+    data: { passwordHash },
+    select: { emailKey: true },
+  });
   if (users.length === 0) throw new DomainError('Bots have no password.');
   await db.rateCounter.deleteMany({ where: { key: signInCounterKey(users[0]!.emailKey) } });
 }

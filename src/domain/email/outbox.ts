@@ -85,7 +85,11 @@ export async function queueEmail(db: Transaction | DatabaseClient, email: Queued
  * (addresses and keys travel as array parameters, the template's parts once). Each body is the
  * template's parts joined by the link, escaped in the HTML (renderInvitationEmail's, character for character).
  */
-export function insertInvitationEmails(invitations: PrismaNamespace.Sql, parts: InvitationEmailParts, recipients: InvitationEmailRecipient[]): PrismaNamespace.Sql {
+export function insertInvitationEmails(
+  invitations: PrismaNamespace.Sql,
+  parts: InvitationEmailParts,
+  recipients: InvitationEmailRecipient[],
+): PrismaNamespace.Sql {
   const { template, linkPrefix } = parts;
   const keys = recipients.map((r) => r.confirmationKey);
   // Explicit times: the limit and the worker compare them with JavaScript dates, whatever the database's time zone.

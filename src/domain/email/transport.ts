@@ -56,7 +56,13 @@ function smtpTransport(smtpUrl: string, from: string): MailTransport {
   return {
     description: `SMTP server ${url.protocol}//${url.host}`,
     async deliver(email) {
-      await (await transporter.get()).sendMail({ messageId: outboxMessageId(email.id, from), to: email.to, subject: email.subject, text: email.text, html: email.html });
+      await (await transporter.get()).sendMail({
+        messageId: outboxMessageId(email.id, from),
+        to: email.to,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+      });
     },
     close: transporter.close,
   };
@@ -67,7 +73,13 @@ function fileTransport(directory: string, from: string): MailTransport {
   return {
     description: `files in ${directory}`,
     async deliver(email) {
-      const info = await (await composer.get()).sendMail({ messageId: outboxMessageId(email.id, from), to: email.to, subject: email.subject, text: email.text, html: email.html });
+      const info = await (await composer.get()).sendMail({
+        messageId: outboxMessageId(email.id, from),
+        to: email.to,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+      });
       await mkdir(directory, { recursive: true });
       const path = join(directory, `${String(email.id).padStart(8, '0')}-${randomBytes(4).toString('hex')}.eml`);
       await writeFile(path, info.message as Buffer);

@@ -281,22 +281,27 @@ export class OutboxWorker {
    */
   private attempt(email: ClaimedEmail): Promise<Outcome> {
     const attributes = { 'email.id': email.id, 'email.attempt': email.attempts };
-    return inSpan('email.send', attributes, async (span) => {
-      const started = performance.now();
-      try {
-        const message = { id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody };
-        const delivery = this.transport.deliver(message);
-        const outcome = await settled(delivery, this.options.leaseMs / 2, this.abandon.signal);
-        if (outcome === 'sent') this.recordDeliveryTime(performance.now() - started);
-        span?.setAttribute('email.outcome', outcome);
-        return outcome;
-      } catch (error) {
-        if (span) tracing?.fail(span, 'EmailDeliveryFailed');
-        this.recordDeliveryTime(performance.now() - started);
-        await this.recordFailure(email, error);
-        return 'failed';
-      }
-    }, { root: true });
+    return inSpan(
+      'email.send',
+      attributes,
+      async (span) => {
+        const started = performance.now();
+        try {
+          const message = { id: email.id, to: email.toAddress, subject: email.subject, text: email.textBody, html: email.htmlBody };
+          const delivery = this.transport.deliver(message);
+          const outcome = await settled(delivery, this.options.leaseMs / 2, this.abandon.signal);
+          if (outcome === 'sent') this.recordDeliveryTime(performance.now() - started);
+          span?.setAttribute('email.outcome', outcome);
+          return outcome;
+        } catch (error) {
+          if (span) tracing?.fail(span, 'EmailDeliveryFailed');
+          this.recordDeliveryTime(performance.now() - started);
+          await this.recordFailure(email, error);
+          return 'failed';
+        }
+      },
+      { root: true },
+    );
   }
 
   private recordDeliveryTime(ms: number): void {

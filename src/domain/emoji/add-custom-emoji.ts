@@ -101,7 +101,12 @@ async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, fil
         if (resized.still) await write(avatarKey(emojiStillPath(actor.organizationId, fileName)), resized.still, 'image/png');
         const emoji = await tx.customEmoji.update({ where: { id: row.id }, data: { fileName }, select: EMOJI_RECORD });
         await tx.auditLogEntry.create({
-          data: { organizationId: actor.organizationId, actorId: actor.id, eventType: REALM_EMOJI_ADDED, extraData: { added_emoji: emojiDict(emoji) } },
+          data: {
+            organizationId: actor.organizationId,
+            actorId: actor.id,
+            eventType: REALM_EMOJI_ADDED,
+            extraData: { added_emoji: emojiDict(emoji) },
+          },
         });
         await recordEvent(tx, realmEmojiEvent(emoji, 'added'));
         return emoji;
@@ -118,7 +123,12 @@ async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, fil
  * Both doors, once the request's file parts were read: steps 6 and 7, then the first file's own
  * refusal (its size), then step 9 on and the row. `name` comes from assertMayAddEmoji (steps 1-5).
  */
-export async function addReceivedCustomEmoji(app: AppContext, actor: Actor, name: string, received: ReceivedFile<ReceivedEmojiFile>): Promise<CustomEmojiRecord> {
+export async function addReceivedCustomEmoji(
+  app: AppContext,
+  actor: Actor,
+  name: string,
+  received: ReceivedFile<ReceivedEmojiFile>,
+): Promise<CustomEmojiRecord> {
   assertOneEmojiFile(received.count);
   assertMayUseName(actor, name);
   if (!received.first!.ok) throw received.first!.error;

@@ -21,11 +21,20 @@ export interface CustomEmojiRecord {
 
 export const REALM_EMOJI_REMOVED = 'REALM_EMOJI_REMOVED';
 
-export const EMOJI_RECORD = { id: true, organizationId: true, name: true, deactivated: true, authorId: true, fileName: true, isAnimated: true } as const;
+export const EMOJI_RECORD = {
+  id: true,
+  organizationId: true,
+  name: true,
+  deactivated: true,
+  authorId: true,
+  fileName: true,
+  isAnimated: true,
+} as const;
 const RECORD = EMOJI_RECORD;
 
 /** Where the emoji's image is served, as the reference's local storage lays it out. */
-export const emojiSourceUrl = (emoji: CustomEmojiRecord) => `/user_avatars/${quotePath(emojiImagePath(emoji.organizationId, emoji.fileName))}`;
+export const emojiSourceUrl = (emoji: CustomEmojiRecord) =>
+  `/user_avatars/${quotePath(emojiImagePath(emoji.organizationId, emoji.fileName))}`;
 
 /** The still PNG of an animated emoji; null for still images. */
 export const emojiStillUrl = (emoji: CustomEmojiRecord) =>
@@ -59,7 +68,12 @@ export interface RealmEmojiPayload {
  * stays one statement.
  */
 export const realmEmojiEvent = (emoji: CustomEmojiRecord, change: CustomEmojiChange) =>
-  insertEventSql({ organizationId: emoji.organizationId, type: 'realm_emoji', payload: { change, emoji } satisfies RealmEmojiPayload, recipients: 'organization' });
+  insertEventSql({
+    organizationId: emoji.organizationId,
+    type: 'realm_emoji',
+    payload: { change, emoji } satisfies RealmEmojiPayload,
+    recipients: 'organization',
+  });
 
 /** Every custom emoji of the organization as `GET /realm/emoji` and realm_emoji events key them. */
 export async function realmEmojiDicts(prisma: DatabaseClient, organizationId: number) {
@@ -108,24 +122,36 @@ export async function deactivateCustomEmoji(sql: Sql, actor: Actor, name: string
   const audit = { before: emojiDict(emoji), after: emojiDict(deactivated) };
   // One statement, so no transaction: conditional on still being active, so of two concurrent
   // requests exactly one wins, and the audit entry is written only by the winner.
-  const written = await sql.rows(DEACTIVATE_WITH_AUDIT, [emoji.id, actor.organizationId, actor.id, REALM_EMOJI_REMOVED, JSON.stringify(audit)]);
+  const written = await sql.rows(DEACTIVATE_WITH_AUDIT, [
+    emoji.id,
+    actor.organizationId,
+    actor.id,
+    REALM_EMOJI_REMOVED,
+    JSON.stringify(audit),
+  ]);
   if (written.length === 0) throw doesNotExist(name);
   return deactivated;
 }
 
 // Deactivation is a hot path (an administrator cleaning up), so both statements go straight to the driver.
-const ACTIVE_EMOJI_NAMED = namedStatement('emoji.active-named', `
+const ACTIVE_EMOJI_NAMED = namedStatement(
+  'emoji.active-named',
+  `
   SELECT id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated" FROM custom_emoji
    WHERE "organizationId" = $1 AND name = $2 AND NOT deactivated
-   ORDER BY id LIMIT 1`);
+   ORDER BY id LIMIT 1`,
+);
 
 // The realm_emoji event (every user of the organization: an empty recipient list, the payload of
 // realmEmojiEvent) is written by the same statement; its REST dict is read at delivery.
-const DEACTIVATE_WITH_AUDIT = namedStatement('emoji.deactivate', `
+const DEACTIVATE_WITH_AUDIT = namedStatement(
+  'emoji.deactivate',
+  `
   WITH updated AS (UPDATE custom_emoji SET deactivated = true WHERE id = $1 AND NOT deactivated
                    RETURNING id, "organizationId", name, deactivated, "authorId", "fileName", "isAnimated"),
   event AS (INSERT INTO event ("organizationId", type, payload, "recipientIds")
             SELECT $2, 'realm_emoji', jsonb_build_object('change', 'deactivated', 'emoji', to_jsonb(updated)), '{}' FROM updated)
   INSERT INTO audit_log_entry ("organizationId", "actorId", "eventType", "eventTime", "extraData")
   SELECT $2, $3, $4, now() AT TIME ZONE 'UTC', $5::jsonb FROM updated
-  RETURNING id`);
+  RETURNING id`,
+);

@@ -69,7 +69,9 @@ class WaitingPoll {
     // Listening before the first read: an event committed in between is either read or heard of.
     // Only events the queue takes: the others would cost a read of the queue each, for nothing.
     const types = this.queue.everyType ? null : this.queue.eventTypes;
-    this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId, types }, () => this.check());
+    this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId, types }, () =>
+      this.check(),
+    );
     this.unwatch = this.polls.credentialWatch.watch(this.credentials, (error) => this.fail(error));
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {

@@ -11,14 +11,17 @@ const POSITIONING_LOCK = namedStatement('events.positioning-lock', 'SELECT pg_ad
 const TRY_POSITIONING_LOCK = namedStatement('events.try-positioning-lock', 'SELECT pg_try_advisory_xact_lock(22, 0) AS locked');
 /** Positions come from the ids' own sequence: unique, and increasing from one positioning to the next. */
 const POSITIONS_AT_ONCE = 10_000;
-const POSITION_EVENTS = namedStatement('events.position', `
+const POSITION_EVENTS = namedStatement(
+  'events.position',
+  `
   WITH positioned AS (
     UPDATE event e SET position = numbered.position
       FROM (SELECT id, nextval(pg_get_serial_sequence('event', 'id')) AS position
               FROM (SELECT id FROM event WHERE position IS NULL ORDER BY id LIMIT ${POSITIONS_AT_ONCE}) waiting) numbered
      WHERE e.id = numbered.id
     RETURNING 1)
-  SELECT count(*)::int AS count FROM positioned`);
+  SELECT count(*)::int AS count FROM positioned`,
+);
 
 const ANY_UNPOSITIONED = namedStatement('events.any-unpositioned', 'SELECT 1 FROM event WHERE position IS NULL LIMIT 1');
 

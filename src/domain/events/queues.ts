@@ -121,7 +121,9 @@ const toQueue = (row: QueueRow): EventQueue => {
 /** The actor's live queue, locked for the transaction; another user's or an expired one does not exist. */
 async function lockOwnQueue(tx: Sql, actor: Actor, queueId: string): Promise<EventQueue> {
   if (!UUID.test(queueId)) throw badEventQueueId(queueId);
-  const [row] = await tx.rows<QueueRow>(`SELECT ${QUEUE_COLUMNS} FROM event_queue WHERE id = $1 AND "expiresAt" > now() FOR UPDATE`, [queueId]);
+  const [row] = await tx.rows<QueueRow>(`SELECT ${QUEUE_COLUMNS} FROM event_queue WHERE id = $1 AND "expiresAt" > now() FOR UPDATE`, [
+    queueId,
+  ]);
   if (!row || row.userId !== actor.id) throw badEventQueueId(queueId);
   return toQueue(row);
 }
@@ -130,7 +132,14 @@ async function lockOwnQueue(tx: Sql, actor: Actor, queueId: string): Promise<Eve
 const QUEUE_MATCH = `e."organizationId" = $1 AND e.position > $2 AND (e."recipientIds" = '{}' OR $3 = ANY(e."recipientIds"))
   AND (e."queueId" IS NULL OR e."queueId" = $4) AND ($5 OR e.type = ANY($6::text[]) OR e.type = 'heartbeat')`;
 
-const queueMatchValues = (queue: EventQueue) => [queue.organizationId, queue.floor, queue.userId, queue.id, queue.everyType, queue.eventTypes];
+const queueMatchValues = (queue: EventQueue) => [
+  queue.organizationId,
+  queue.floor,
+  queue.userId,
+  queue.id,
+  queue.everyType,
+  queue.eventTypes,
+];
 
 /**
  * Section 2's acknowledgement: every event up to `lastEventId` leaves the queue, with the reference's
@@ -186,7 +195,10 @@ export async function queuedEvents(app: AppContext, queue: EventQueue, realmEmoj
 
 /** Marks the queue as waited on until `until` (epoch ms); returns whether it still exists. */
 export async function markWaiting(sql: Sql, queueId: string, until: number): Promise<boolean> {
-  const rows = await sql.rows(`UPDATE event_queue SET "waitingUntil" = to_timestamp($2 / 1000.0) AT TIME ZONE 'UTC' WHERE id = $1 RETURNING id`, [queueId, until]);
+  const rows = await sql.rows(
+    `UPDATE event_queue SET "waitingUntil" = to_timestamp($2 / 1000.0) AT TIME ZONE 'UTC' WHERE id = $1 RETURNING id`,
+    [queueId, until],
+  );
   return rows.length > 0;
 }
 
@@ -201,7 +213,16 @@ export async function endWaiting(sql: Sql, queueId: string, until: number): Prom
 
 /** The heartbeat of section 2: an event of this queue only, acknowledged like any other. */
 export async function addHeartbeat(sql: Sql, queue: EventQueue): Promise<void> {
-  await recordEventSql(sql, insertEventSql({ organizationId: queue.organizationId, type: 'heartbeat', payload: null, recipients: { users: [queue.userId] }, queueId: queue.id }));
+  await recordEventSql(
+    sql,
+    insertEventSql({
+      organizationId: queue.organizationId,
+      type: 'heartbeat',
+      payload: null,
+      recipients: { users: [queue.userId] },
+      queueId: queue.id,
+    }),
+  );
   await positionCommittedEvents(sql);
 }
 

@@ -40,7 +40,11 @@ const invalidCursor = () => badRequest('Invalid cursor: pass the cursor of an ea
 function cursorPosition(cursor: string): number {
   const text = Buffer.from(cursor, 'base64url').toString();
   const position = Number(text.slice(CURSOR_PREFIX.length));
-  if (!text.startsWith(CURSOR_PREFIX) || !/^\d{1,15}$/.test(text.slice(CURSOR_PREFIX.length)) || eventCursor({ id: position } as LoggedEvent) !== cursor) {
+  if (
+    !text.startsWith(CURSOR_PREFIX) ||
+    !/^\d{1,15}$/.test(text.slice(CURSOR_PREFIX.length)) ||
+    eventCursor({ id: position } as LoggedEvent) !== cursor
+  ) {
     throw invalidCursor();
   }
   return position;
@@ -52,9 +56,12 @@ export const eventsPruned = () =>
   });
 
 const tooFarBehind = () =>
-  new DomainError(`The subscriber fell more than ${MAX_HELD_EVENTS} events behind: subscribe again with \`after\` set to the last cursor received.`, {
-    code: 'TOO_FAR_BEHIND',
-  });
+  new DomainError(
+    `The subscriber fell more than ${MAX_HELD_EVENTS} events behind: subscribe again with \`after\` set to the last cursor received.`,
+    {
+      code: 'TOO_FAR_BEHIND',
+    },
+  );
 
 const processFull = () =>
   new DomainError('This server holds as many subscriptions as it may: try again later (or another server).', {
@@ -63,7 +70,8 @@ const processFull = () =>
     headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
   });
 
-const tooManyOfUser = () => badRequest(`A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} subscriptions on one server: close some first.`);
+const tooManyOfUser = () =>
+  badRequest(`A user may hold at most ${MAX_SUBSCRIPTIONS_PER_USER} subscriptions on one server: close some first.`);
 
 /** The subscriber's events of these types after `position`, oldest first. */
 const LOG_STATE = namedStatement(
@@ -71,10 +79,13 @@ const LOG_STATE = namedStatement(
   'SELECT "prunedThrough"::text, (SELECT max(position) FROM event)::text AS end FROM event_log_horizon',
 );
 
-const FOLLOWED_EVENTS = namedStatement('events.followed', `
+const FOLLOWED_EVENTS = namedStatement(
+  'events.followed',
+  `
   SELECT ${LOGGED_EVENT_COLUMNS} FROM event
    WHERE "organizationId" = $1 AND position > $2 AND ("recipientIds" = '{}' OR $3 = ANY("recipientIds")) AND type = ANY($4::text[])
-   ORDER BY event.position LIMIT ${REPLAY_PAGE}`);
+   ORDER BY event.position LIMIT ${REPLAY_PAGE}`,
+);
 
 class EventStream implements AsyncIterableIterator<StreamItem> {
   private readonly held: LoggedEvent[] = [];
@@ -176,7 +187,12 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
 
   private async replayPage(): Promise<void> {
     if (this.replayed.length > 0) return;
-    const rows = await this.app.sql.rows<LoggedEventRow>(FOLLOWED_EVENTS, [this.actor.organizationId, this.delivered, this.actor.id, this.types]);
+    const rows = await this.app.sql.rows<LoggedEventRow>(FOLLOWED_EVENTS, [
+      this.actor.organizationId,
+      this.delivered,
+      this.actor.id,
+      this.types,
+    ]);
     this.replayed = rows.map(loggedEvent);
     if (this.replayed.length > 0) this.delivered = this.replayed[this.replayed.length - 1]!.id;
     if (rows.length < REPLAY_PAGE) this.replaying = false;
@@ -229,7 +245,11 @@ export class EventStreams {
     const stream = this.admit(actor, request.types);
     freedOnAbort(stream, request.signal);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).
-    stream.onEnd(this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) => stream.offer(event)));
+    stream.onEnd(
+      this.reader.subscribe({ organizationId: actor.organizationId, userId: actor.id, types: request.types }, (event) =>
+        stream.offer(event),
+      ),
+    );
     stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
     try {
       await this.reader.ready();

@@ -37,7 +37,8 @@ const refusals = {
     pageError(`${organization} has no license left for a new account. Ask the person who invited you to contact an administrator.`, 403),
   accountExists: (email: string, organization: string) =>
     pageError(`An account for ${email} already exists in ${organization}. Log in with it instead.`, 409),
-  accountCreatedMeanwhile: () => pageError('An account for this e-mail address was just created in this organization. Log in with it instead.', 409),
+  accountCreatedMeanwhile: () =>
+    pageError('An account for this e-mail address was just created in this organization. Log in with it instead.', 409),
 };
 
 /** Reference confirmation keys are 24 characters (40 for older ones); anything else is malformed. */
@@ -120,7 +121,12 @@ interface NewAccount {
   apiKey: IssuedApiKey;
 }
 
-export async function acceptInvitation(app: AppContext, key: string, input: { fullName: string; password: string }, now = new Date()): Promise<AcceptedAccount> {
+export async function acceptInvitation(
+  app: AppContext,
+  key: string,
+  input: { fullName: string; password: string },
+  now = new Date(),
+): Promise<AcceptedAccount> {
   assertKeyShape(key);
   const fullName = checkFullName(input.fullName);
   assertStrongPassword(input.password, WEAK_PASSWORD);
@@ -137,14 +143,21 @@ export async function acceptInvitation(app: AppContext, key: string, input: { fu
   }
 }
 
-async function createAccount(tx: Transaction, organizationId: number, key: string, account: NewAccount, now: Date): Promise<AcceptedAccount> {
+async function createAccount(
+  tx: Transaction,
+  organizationId: number,
+  key: string,
+  account: NewAccount,
+  now: Date,
+): Promise<AcceptedAccount> {
   // The organization's row first, as everywhere: concurrent acceptances of the same link or of the
   // same address's other invitations wait here, then see the invitation as used or revoked.
   await lockOrganization(tx, organizationId);
   const invitation = await loadInvitation(tx, key);
   assertUsable(invitation, now);
   await assertNoAccount(tx, invitation);
-  if (await exceedsLicenseLimit(tx, invitation.organization, 1, invitation.invitedAs)) throw refusals.noLicense(invitation.organization.name);
+  if (await exceedsLicenseLimit(tx, invitation.organization, 1, invitation.invitedAs))
+    throw refusals.noLicense(invitation.organization.name);
   const { fullName } = account;
   const user = await tx.user.create({
     data: {
@@ -162,7 +175,14 @@ async function createAccount(tx: Transaction, organizationId: number, key: strin
   await closeInvitations(tx, invitation, user.id);
   await recordEvent(tx, insertInvitesChangedSql(invitation.organizationId, invitation.referrerId));
   await sendJoinMessages(tx, invitation, user, now);
-  return { userId: user.id, email: user.email, fullName, role: user.role, organizationName: invitation.organization.name, apiKey: account.apiKey.apiKey };
+  return {
+    userId: user.id,
+    email: user.email,
+    fullName,
+    role: user.role,
+    organizationName: invitation.organization.name,
+    apiKey: account.apiKey.apiKey,
+  };
 }
 
 /** The invitation's channels (+ today's default channels when asked), skipping channels archived since; its active groups. */
@@ -171,7 +191,10 @@ async function grantSubscriptionsAndGroups(tx: Transaction, invitation: LoadedIn
     where: {
       organizationId: invitation.organizationId,
       isArchived: false,
-      OR: [{ invitations: { some: { invitationId: invitation.id } } }, ...(invitation.includeRealmDefaultSubscriptions ? [{ isDefault: true }] : [])],
+      OR: [
+        { invitations: { some: { invitationId: invitation.id } } },
+        ...(invitation.includeRealmDefaultSubscriptions ? [{ isDefault: true }] : []),
+      ],
     },
     select: { id: true },
   });

@@ -46,6 +46,4 @@ export class DomainList {
   }
 }
 
-export const disposableDomains = new DomainList(
-  readFileSync(createRequire(import.meta.url).resolve('disposable-email-domains'), 'utf8'),
-);
+export const disposableDomains = new DomainList(readFileSync(createRequire(import.meta.url).resolve('disposable-email-domains'), 'utf8'));

@@ -11,7 +11,6 @@ import { settingsHeldBy, type PermissionReader } from '../permissions/group-memb
 import { readThrough } from '../permissions/permission-cache.js';
 import { ROLE, isAdministrator, isGuest } from '../users/roles.js';
 
-
 /** Runs before anything else, even parameter parsing (the reference's decorators). */
 export function assertMayUseInvitations(actor: Actor): void {
   if (isGuest(actor.role)) throw badRequest('Not allowed for guest users');
@@ -186,8 +185,7 @@ function groupRefusal(p: InvitePermissions, id: number): string | null {
   if (!group) return 'Invalid user group';
   if (group.deactivated) return 'User group is deactivated.';
   if (group.isSystemGroup) return 'Insufficient permission';
-  const allowed =
-    holds(p, p.organization.canManageAllGroupsId) || holds(p, group.canManageGroupId) || holds(p, group.canAddMembersGroupId);
+  const allowed = holds(p, p.organization.canManageAllGroupsId) || holds(p, group.canManageGroupId) || holds(p, group.canAddMembersGroupId);
   return allowed ? null : 'Insufficient permission';
 }
 

@@ -40,7 +40,8 @@ export interface LimitedOrganization {
 }
 
 /** Locks the organization's row until the transaction ends. */
-export const lockOrganizationSql = (organizationId: number) => Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+export const lockOrganizationSql = (organizationId: number) =>
+  Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
 
 export async function lockOrganization(tx: Transaction, organizationId: number): Promise<void> {
   await tx.$queryRaw(lockOrganizationSql(organizationId));

@@ -50,7 +50,12 @@ export interface InvitationListOptions {
 }
 
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
-export async function listInvitations(sql: Sql, actor: Actor, options: InvitationListOptions, now = new Date()): Promise<Paged<InvitationView>> {
+export async function listInvitations(
+  sql: Sql,
+  actor: Actor,
+  options: InvitationListOptions,
+  now = new Date(),
+): Promise<Paged<InvitationView>> {
   const list = await keysetPages(invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
   const view = (page: ListedRow[]) => viewsOf(page, now);
   return {
@@ -100,13 +105,25 @@ type ListedRow = ListedColumns & { status?: StoredInvitationStatus } & Partial<R
 function viewsOf(page: ListedRow[], now: Date): InvitationView[] {
   const nowMs = now.getTime();
   const referrers = new Map<number, UserSummary>();
-  return page.map((row) => invitationViewOfMs(row, nowMs, row.referrerEmail === undefined ? undefined : referrerOf(row as ListedColumns & ReferrerColumns, referrers)));
+  return page.map((row) =>
+    invitationViewOfMs(
+      row,
+      nowMs,
+      row.referrerEmail === undefined ? undefined : referrerOf(row as ListedColumns & ReferrerColumns, referrers),
+    ),
+  );
 }
 
 function referrerOf(row: ListedColumns & ReferrerColumns, seen: Map<number, UserSummary>): UserSummary {
   let referrer = seen.get(row.referrerId);
   if (!referrer) {
-    referrer = { id: row.referrerId, email: row.referrerEmail, fullName: row.referrerFullName, role: row.referrerRole, isBot: row.referrerIsBot };
+    referrer = {
+      id: row.referrerId,
+      email: row.referrerEmail,
+      fullName: row.referrerFullName,
+      role: row.referrerRole,
+      isBot: row.referrerIsBot,
+    };
     seen.set(row.referrerId, referrer);
   }
   return referrer;
@@ -158,7 +175,10 @@ function listFilter(
 }
 
 /** A column of the listed rows: its name, and what selects it from `invitation`. */
-const listedColumn = (name: string, expression?: string) => ({ name, select: expression === undefined ? name : `${expression} AS ${name}` });
+const listedColumn = (name: string, expression?: string) => ({
+  name,
+  select: expression === undefined ? name : `${expression} AS ${name}`,
+});
 const msOf = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
 const ALWAYS_LISTED = [
   listedColumn('id'),
@@ -189,7 +209,8 @@ function invitationListStatement({ where, parameters: filterParameters }: Return
   const parameters = filterParameters.copy();
   const keyset = seekSql(options.order, seek, parameters);
   const columns = listedColumns(options);
-  const page = (selected: string[]) => `SELECT ${selected.join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
+  const page = (selected: string[]) =>
+    `SELECT ${selected.join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
   if (!options.withReferrers) return { text: page(columns.map(({ select }) => select)), values: parameters.values };
   // A join keeps no order: the page also selects its sort columns, for the outer ORDER BY.
   const names = columns.map(({ name }) => name);

@@ -210,7 +210,9 @@ function skippedAddresses(addresses: ScreenedAddresses<ValidAddress>, locked: Lo
     else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
   }
   if (addresses.invalid.length > 0) {
-    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", { errors: [...addresses.invalid, ...skipped] });
+    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", {
+      errors: [...addresses.invalid, ...skipped],
+    });
   }
   return skipped;
 }

@@ -29,7 +29,13 @@ export async function previewInvitations(app: AppContext, actor: Actor, request:
   const { emails, skipped } = await planInvitations(app, actor, request, previewRun(app));
   // Parsed addresses are distinct (parseInviteeEmails), so each has at most one refusal.
   const refusals = new Map(skipped.map(([email, reason, deactivated]) => [email, { reason, deactivated }]));
-  const addresses = emails.map((email) => ({ email, willInvite: !refusals.has(email), reason: null, deactivated: false, ...refusals.get(email) }));
+  const addresses = emails.map((email) => ({
+    email,
+    willInvite: !refusals.has(email),
+    reason: null,
+    deactivated: false,
+    ...refusals.get(email),
+  }));
   return { addresses, wouldInvite: addresses.filter((a) => a.willInvite).length };
 }
 

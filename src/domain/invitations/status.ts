@@ -30,11 +30,22 @@ export interface InvitationView {
 }
 
 export function toInvitationView(
-  row: { id: number; email: string; invitedAs: number; invitedAt: Date; expiresAt: Date | null; referrerId: number; status: StoredInvitationStatus },
+  row: {
+    id: number;
+    email: string;
+    invitedAs: number;
+    invitedAt: Date;
+    expiresAt: Date | null;
+    referrerId: number;
+    status: StoredInvitationStatus;
+  },
   now = new Date(),
 ): InvitationView {
   const { invitedAt, expiresAt, ...rest } = row;
-  return invitationViewOfMs({ ...rest, invitedAtMs: invitedAt.getTime(), expiresAtMs: expiresAt === null ? null : expiresAt.getTime() }, now.getTime());
+  return invitationViewOfMs(
+    { ...rest, invitedAtMs: invitedAt.getTime(), expiresAtMs: expiresAt === null ? null : expiresAt.getTime() },
+    now.getTime(),
+  );
 }
 
 /**
@@ -42,7 +53,15 @@ export function toInvitationView(
  * is pending: lists of pending invitations only do not read it.
  */
 export function invitationViewOfMs(
-  row: { id: number; email: string; invitedAs: number; invitedAtMs: number; expiresAtMs: number | null; referrerId: number; status?: StoredInvitationStatus },
+  row: {
+    id: number;
+    email: string;
+    invitedAs: number;
+    invitedAtMs: number;
+    expiresAtMs: number | null;
+    referrerId: number;
+    status?: StoredInvitationStatus;
+  },
   nowMs: number,
   referrer?: UserSummary,
 ): InvitationView {

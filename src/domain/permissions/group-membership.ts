@@ -22,7 +22,9 @@ function inSystemGroup(name: string, user: Member, waitingPeriodDays: number, no
     case 'role:moderators':
       return user.role <= ROLE.MODERATOR;
     case 'role:fullmembers':
-      return user.role < ROLE.MEMBER || (user.role === ROLE.MEMBER && now.getTime() - user.dateJoined.getTime() >= waitingPeriodDays * DAY_MS);
+      return (
+        user.role < ROLE.MEMBER || (user.role === ROLE.MEMBER && now.getTime() - user.dateJoined.getTime() >= waitingPeriodDays * DAY_MS)
+      );
     case 'role:members':
       return user.role <= ROLE.MEMBER;
     case 'role:everyone':
@@ -58,7 +60,9 @@ export async function settingsHeldBy(
   if (roots.length === 0) return new Set();
   // Through the driver: every invitation asks (Prisma's raw-query path cost more than the statement).
   const rows = await readThrough(db.permissionCache, `reach:${user.id}:${roots.join(',')}`, () =>
-    statementRows<ReachedGroup>(db.sql, Prisma.sql`
+    statementRows<ReachedGroup>(
+      db.sql,
+      Prisma.sql`
     WITH RECURSIVE reach(root, id) AS (
       SELECT r, r FROM unnest(${roots}::int[]) AS r
       UNION
@@ -66,7 +70,8 @@ export async function settingsHeldBy(
     )
     SELECT reach.root, g.name, g."isSystemGroup",
            EXISTS (SELECT 1 FROM user_group_member m WHERE m."groupId" = g.id AND m."userId" = ${user.id}) AS "isMember"
-    FROM reach JOIN user_group g ON g.id = reach.id`),
+    FROM reach JOIN user_group g ON g.id = reach.id`,
+    ),
   );
   // Membership of system groups follows the user's role (and, for full members, time): never cached.
   const held = new Set<number>();

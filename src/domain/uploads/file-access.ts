@@ -66,7 +66,10 @@ async function mayRead(app: AppContext, viewer: Actor | null, file: ServableFile
   const channelIds = channels.map((c) => c.id);
   const subscribed = await app.prisma.subscription.count({ where: { userId: viewer.id, channelId: { in: channelIds } } });
   if (subscribed > 0) return true;
-  const organization = await app.prisma.organization.findUniqueOrThrow({ where: { id: viewer.organizationId }, select: { waitingPeriodThreshold: true } });
+  const organization = await app.prisma.organization.findUniqueOrThrow({
+    where: { id: viewer.organizationId },
+    select: { waitingPeriodThreshold: true },
+  });
   const contentGroups = channels.flatMap((c) => [c.canSubscribeGroupId, c.canAddSubscribersGroupId]);
   const held = await settingsHeldBy(app, viewer, organization, contentGroups);
   return held.size > 0;

@@ -10,13 +10,17 @@ const SALT = 'user_uploads_';
 
 async function signature(app: AppContext, payload: string): Promise<string> {
   const key = await serverSecret(app.prisma, 'temporary-file-urls');
-  return createHmac('sha256', key).update(SALT + payload).digest('base64url');
+  return createHmac('sha256', key)
+    .update(SALT + payload)
+    .digest('base64url');
 }
 
 /** `/user_uploads/temporary/<token>/<last path segment>`; the token is upper-case hex. */
 export async function temporaryUrl(app: AppContext, pathId: string, now = new Date()): Promise<string> {
   const payload = `${pathId}:${Math.floor(now.getTime() / 1000).toString(36)}`;
-  const token = Buffer.from(`${payload}:${await signature(app, payload)}`).toString('hex').toUpperCase();
+  const token = Buffer.from(`${payload}:${await signature(app, payload)}`)
+    .toString('hex')
+    .toUpperCase();
   return `/user_uploads/temporary/${token}/${pathId.split('/').pop()}`;
 }
 

@@ -30,7 +30,13 @@ export interface ReceivedFile<T> {
 
 /** The outcome of handling the single file of a request that holds exactly one (GraphQL's File). */
 export async function singleFile<T>(handling: Promise<T>): Promise<ReceivedFile<T>> {
-  return { count: 1, first: await handling.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error })) };
+  return {
+    count: 1,
+    first: await handling.then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    ),
+  };
 }
 
 export interface StagedUpload {
@@ -130,8 +136,7 @@ export async function discardUpload(app: AppContext, staged: StagedUpload): Prom
   await app.storage.delete(fileKey(staged.pathId));
 }
 
-export const quotaExceeded = () =>
-  new DomainError("Upload would exceed your organization's upload quota.", { code: 'REALM_UPLOAD_QUOTA' });
+export const quotaExceeded = () => new DomainError("Upload would exceed your organization's upload quota.", { code: 'REALM_UPLOAD_QUOTA' });
 
 /**
  * Step 4 and the row: under a lock on the organization's row (concurrent uploads cannot overshoot
@@ -146,14 +151,24 @@ async function commitUpload(app: AppContext, actor: Actor, staged: StagedUpload)
       const quota = quotaInBytes(organization!.uploadQuotaGb);
       if (quota !== null && organization!.uploadSpaceUsed + staged.size > quota) throw quotaExceeded();
       const [row] = await insertAttachments(tx, actor.organizationId, [
-        { organizationId: actor.organizationId, ownerId: actor.id, name: staged.name, pathId: staged.pathId, size: staged.size, contentType: staged.contentType },
+        {
+          organizationId: actor.organizationId,
+          ownerId: actor.id,
+          name: staged.name,
+          pathId: staged.pathId,
+          size: staged.size,
+          contentType: staged.contentType,
+        },
       ]);
       const stored = await tx.attachment.findUniqueOrThrow({
         where: { id: row!.id },
         select: { id: true, name: true, pathId: true, size: true, createTime: true },
       });
       const listed = { ...listedAttachment(stored), messageIds: [] };
-      await recordEvent(tx, attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size));
+      await recordEvent(
+        tx,
+        attachmentEvent(actor, { op: 'add', attachment: attachmentListItem(listed) }, organization!.uploadSpaceUsed + staged.size),
+      );
       return stored;
     }, COMMIT_TRANSACTION);
     return { attachment, url: `/user_uploads/${staged.pathId}`, filename: staged.name };

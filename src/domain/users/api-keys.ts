@@ -60,7 +60,10 @@ export async function issueApiKey(prisma: DatabaseClient, apiKey?: string): Prom
 }
 
 /** The key a row holds, or null when it holds none that opens and matches its hash (a key issued before sealing). */
-export async function unsealApiKey(prisma: DatabaseClient, row: { apiKeyHash: string; apiKeySealed: string | null }): Promise<string | null> {
+export async function unsealApiKey(
+  prisma: DatabaseClient,
+  row: { apiKeyHash: string; apiKeySealed: string | null },
+): Promise<string | null> {
   const [version, payload] = row.apiKeySealed?.split('.') ?? [];
   if (version !== SEAL_VERSION || !payload) return null;
   const sealed = Buffer.from(payload, 'base64url');

@@ -1,5 +1,11 @@
 import { connectionPage } from '../../domain/connections.js';
-import { attachmentUrl, listOwnAttachmentsWithMessages, ownAttachmentsWithMessagesList, type LinkedMessage, type OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
+import {
+  attachmentUrl,
+  listOwnAttachmentsWithMessages,
+  ownAttachmentsWithMessagesList,
+  type LinkedMessage,
+  type OwnAttachmentWithMessages,
+} from '../../domain/attachments/attachments.js';
 import { maxFileUploadBytes } from '../../domain/uploads/upload-file.js';
 import { wholeListWithinBudget } from '../../http/memory-budget.js';
 import { builder } from '../builder.js';

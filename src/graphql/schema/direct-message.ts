@@ -22,10 +22,8 @@ export const DirectMessage = builder.objectRef<DirectMessageShape>('DirectMessag
 builder.queryField('directMessages', (t) =>
   t.field({
     type: [DirectMessage],
-    description:
-      'Direct messages the authenticated user received, newest first (for example from the\nnotification and welcome bots).',
+    description: 'Direct messages the authenticated user received, newest first (for example from the\nnotification and welcome bots).',
     args: { limit: t.arg.int({ defaultValue: 20 }) },
-    resolve: (_root, args, context) =>
-      domainQuery(() => receivedDirectMessages(context.app.prisma, actorOf(context), args.limit ?? 20)),
+    resolve: (_root, args, context) => domainQuery(() => receivedDirectMessages(context.app.prisma, actorOf(context), args.limit ?? 20)),
   }),
 );

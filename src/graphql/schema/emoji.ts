@@ -1,5 +1,11 @@
 import { addCustomEmoji } from '../../domain/emoji/add-custom-emoji.js';
-import { deactivateCustomEmoji, emojiSourceUrl, emojiStillUrl, listCustomEmoji, type CustomEmojiRecord } from '../../domain/emoji/custom-emoji.js';
+import {
+  deactivateCustomEmoji,
+  emojiSourceUrl,
+  emojiStillUrl,
+  listCustomEmoji,
+  type CustomEmojiRecord,
+} from '../../domain/emoji/custom-emoji.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { BadRequestError, NotFoundError, asResult, type ErrorShape } from './errors.js';
@@ -66,6 +72,9 @@ builder.mutationField('addCustomEmoji', (t) =>
     description: 'Add a custom emoji. Same rules, limits and messages as POST /api/v1/realm/emoji/{emoji_name}.',
     args: { name: t.arg.string({ required: true }), file: t.arg({ type: 'File', required: true }) },
     resolve: (_root, args, context): Promise<{ emoji: CustomEmojiShape; added: true } | ErrorShape> =>
-      asResult(async () => ({ emoji: await addCustomEmoji(context.app, actorOf(context), args.name, incomingFile(args.file)), added: true as const })),
+      asResult(async () => ({
+        emoji: await addCustomEmoji(context.app, actorOf(context), args.name, incomingFile(args.file)),
+        added: true as const,
+      })),
   }),
 );

@@ -76,7 +76,13 @@ export const InvitationFailedError = builder.objectRef<ErrorShape>('InvitationFa
   }),
 });
 
-const NOT_RESULT_CODES: readonly string[] = ['BAD_EVENT_QUEUE_ID', 'CSRF_FAILED', 'EVENTS_PRUNED', 'TOO_FAR_BEHIND', 'SERVICE_UNAVAILABLE'] satisfies (RestOnlyErrorCode | SubscriptionErrorCode)[];
+const NOT_RESULT_CODES: readonly string[] = [
+  'BAD_EVENT_QUEUE_ID',
+  'CSRF_FAILED',
+  'EVENTS_PRUNED',
+  'TOO_FAR_BEHIND',
+  'SERVICE_UNAVAILABLE',
+] satisfies (RestOnlyErrorCode | SubscriptionErrorCode)[];
 const isResultCode = (code: DomainError['code']): code is DomainErrorCode => !NOT_RESULT_CODES.includes(code);
 
 /** The contract's error object for a domain error. */

@@ -36,7 +36,10 @@ builder.queryField('invitations', (t) =>
 /** Query.invitations' list (also what invitationsChanged delivers), with its referrers when asked for. */
 export const invitationsOf = (context: GraphQLContext, includeInactive: boolean, info: GraphQLResolveInfo) =>
   domainQuery(async () => {
-    const invitations = await listInvitations(context.app.sql, actorOf(context), { includeInactive, withReferrers: selectsField(info, 'referrer') });
+    const invitations = await listInvitations(context.app.sql, actorOf(context), {
+      includeInactive,
+      withReferrers: selectsField(info, 'referrer'),
+    });
     return wholeListWithinBudget(context, invitations, ANSWER_BYTES_PER_INVITATION);
   });
 
@@ -67,7 +70,13 @@ builder.objectField(Viewer, 'invitationPage', (t) =>
     args: { ...pageArguments(t.arg), includeInactive: t.arg.boolean({ defaultValue: false }) },
     resolve: (viewer, { includeInactive, ...page }, context, info) =>
       domainQuery(() =>
-        connectionPage(invitationViewList(context.app.sql, viewer, { includeInactive: includeInactive ?? false, withReferrers: connectionSelects(info, 'referrer') }), page),
+        connectionPage(
+          invitationViewList(context.app.sql, viewer, {
+            includeInactive: includeInactive ?? false,
+            withReferrers: connectionSelects(info, 'referrer'),
+          }),
+          page,
+        ),
       ),
   }),
 );

@@ -27,7 +27,12 @@ const InvitationEmailDelivery = builder.objectRef<EmailDelivery>('InvitationEmai
     attempts: t.exposeInt('attempts', { description: 'Delivery attempts so far; failed ones are retried with growing delays.' }),
     lastError: t.exposeString('lastError', { nullable: true, description: 'Why the last attempt failed; null after success.' }),
     queuedAt: t.field({ type: 'SafeInt', description: 'UNIX time in seconds.', resolve: (d) => unixSeconds(d.queuedAt) }),
-    sentAt: t.field({ type: 'SafeInt', nullable: true, description: 'UNIX time in seconds.', resolve: (d) => (d.sentAt ? unixSeconds(d.sentAt) : null) }),
+    sentAt: t.field({
+      type: 'SafeInt',
+      nullable: true,
+      description: 'UNIX time in seconds.',
+      resolve: (d) => (d.sentAt ? unixSeconds(d.sentAt) : null),
+    }),
   }),
 });
 
@@ -53,7 +58,7 @@ export const Invitation = builder.objectRef<InvitationShape>('Invitation').imple
     emailDelivery: t.field({
       type: InvitationEmailDelivery,
       nullable: true,
-      description: "How the latest e-mail of the invitation fared. Administrators only: null for others.",
+      description: 'How the latest e-mail of the invitation fared. Administrators only: null for others.',
       resolve: (i, _args, context) => (mayViewEmailDelivery(actorOf(context)) ? context.loaders.latestInvitationEmail.load(i.id) : null),
     }),
   }),
@@ -63,8 +68,7 @@ export const SendInvitationsInput = builder.inputType('SendInvitationsInput', {
   fields: (t) => ({
     inviteeEmails: t.stringList({
       required: true,
-      description:
-        'E-mail addresses. Each entry may itself hold several, separated by commas or newlines, as the\nREST parameter does.',
+      description: 'E-mail addresses. Each entry may itself hold several, separated by commas or newlines, as the\nREST parameter does.',
     }),
     inviteExpiresInMinutes: t.int({
       description:
@@ -120,7 +124,7 @@ builder.mutationField('sendInvitations', (t) =>
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
     resolve: (_root, { input }, context) =>
       asResult(async () => ({ invitations: await sendInvitations(context.app, actorOf(context), sendRequest(input)) })),
-  })
+  }),
 );
 
 const AddressVerdict = builder.objectRef<AddressVerdictShape>('AddressVerdict').implement({
@@ -156,5 +160,5 @@ builder.queryField('previewInvitations', (t) =>
       'What sendInvitations would do with this input now, without writing or sending anything: the same\nchecks in the same order. When sendInvitations would invite nobody, the answer is the error it would\ngive (BadRequestError, or InvitationFailedError with the same flags and per-address errors);\notherwise one verdict per address, in the order given.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
     resolve: (_root, { input }, context) => asResult(() => previewInvitations(context.app, actorOf(context), sendRequest(input))),
-  })
+  }),
 );

@@ -100,7 +100,7 @@ builder.subscriptionFields((t) => ({
   invitationsChanged: t.field({
     type: InvitationsChanged,
     description:
-      'Fires after each committed change to the invitations the caller may list (the same events and\nrecipients as the REST `invites_changed`: administrators and owners, and the invitation\'s inviter).\nThe payload\'s fields are resolved when it is delivered, so `invitations` is the list as it stands.\n`after`: a cursor from an earlier payload; events since then are delivered first.',
+      "Fires after each committed change to the invitations the caller may list (the same events and\nrecipients as the REST `invites_changed`: administrators and owners, and the invitation's inviter).\nThe payload's fields are resolved when it is delivered, so `invitations` is the list as it stands.\n`after`: a cursor from an earlier payload; events since then are delivered first.",
     args: { after: t.arg.string() },
     subscribe: (_root, args, context) => follow(context, ['invites_changed'], args.after),
     resolve: (item: StreamItem, _args, context) => eventOf(item, context),

@@ -36,7 +36,11 @@ interface UploadFileSuccessShape {
 const UploadFileSuccess = builder.objectRef<UploadFileSuccessShape>('UploadFileSuccess').implement({
   isTypeOf: (value) => 'filename' in (value as object),
   fields: (t) => ({
-    attachment: t.field({ type: Attachment, description: 'The stored file (not yet linked from any message).', resolve: (r) => r.attachment }),
+    attachment: t.field({
+      type: Attachment,
+      description: 'The stored file (not yet linked from any message).',
+      resolve: (r) => r.attachment,
+    }),
     filename: t.exposeString('filename', { description: "The file's name as stored (sanitized); the REST `filename`." }),
   }),
 });
@@ -66,7 +70,11 @@ const DeleteAttachmentSuccess = builder.objectRef<DeleteAttachmentSuccessShape>(
   isTypeOf: (value) => 'uploadSpaceUsed' in (value as object),
   fields: (t) => ({
     id: t.exposeInt('id'),
-    uploadSpaceUsed: t.field({ type: 'SafeInt', description: "The organization's total after the deletion.", resolve: (r) => r.uploadSpaceUsed }),
+    uploadSpaceUsed: t.field({
+      type: 'SafeInt',
+      description: "The organization's total after the deletion.",
+      resolve: (r) => r.uploadSpaceUsed,
+    }),
   }),
 });
 

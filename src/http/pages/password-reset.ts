@@ -3,7 +3,13 @@
 // twice and then links to the sign-in page.
 import type { Context, Hono } from 'hono';
 import type { AppContext } from '../../app-context.js';
-import { completePasswordReset, INVALID_LINK, requestPasswordReset, resetLinkAccount, type ResetLink } from '../../domain/auth/password-reset.js';
+import {
+  completePasswordReset,
+  INVALID_LINK,
+  requestPasswordReset,
+  resetLinkAccount,
+  type ResetLink,
+} from '../../domain/auth/password-reset.js';
 import { html } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
 import { addressLimitRefusal } from './address-limit.js';
@@ -56,10 +62,18 @@ ${problem ? html`<p class="error" id="error">${problem}</p>` : ''}
   return page('Choose a new password', body, 200, csrf.cookies);
 }
 
-const invalidLinkPage = () => page('Password reset unsuccessful', html`<h1>Password reset unsuccessful</h1>\n<p class="error" id="error">${INVALID_LINK}</p>\n<p><a href="${RESET_PATH}">Request a new link</a></p>`, 404);
+const invalidLinkPage = () =>
+  page(
+    'Password reset unsuccessful',
+    html`<h1>Password reset unsuccessful</h1>\n<p class="error" id="error">${INVALID_LINK}</p>\n<p><a href="${RESET_PATH}">Request a new link</a></p>`,
+    404,
+  );
 
 const completePage = () =>
-  page('Password reset complete', html`<h1>Password reset complete</h1>\n<p id="complete">Your password has been set. You may go ahead and <a href="${LOGIN_PATH}" id="login">sign in</a> now.</p>`);
+  page(
+    'Password reset complete',
+    html`<h1>Password reset complete</h1>\n<p id="complete">Your password has been set. You may go ahead and <a href="${LOGIN_PATH}" id="login">sign in</a> now.</p>`,
+  );
 
 const linkOf = (c: Context): ResetLink => ({ uid: c.req.param('uid') ?? '', token: c.req.param('token') ?? '' });
 

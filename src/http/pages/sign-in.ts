@@ -30,12 +30,16 @@ export const LOGOUT_PATH = '/accounts/logout/';
 export const CSRF_FIELD = 'csrfmiddlewaretoken';
 
 export const WRONG_PASSWORD_WORDS = 'Please enter a correct email and password. Note that both fields may be case-sensitive.';
-const deactivatedWords = (address: string) => `Your account ${address} has been deactivated. Please contact your organization administrator to reactivate it.`;
+const deactivatedWords = (address: string) =>
+  `Your account ${address} has been deactivated. Please contact your organization administrator to reactivate it.`;
 const tooManyAttemptsWords = (seconds: number) =>
   `You're making too many attempts to sign in. Try again in ${seconds} seconds or contact your organization administrator for help.`;
 
 /** Forms are small: more is refused before it is parsed. */
-export const FORM_LIMIT = bodyLimit({ maxSize: 16 * 1024, onError: () => errorPage('Request too large', 'The form data is too large.', 413) });
+export const FORM_LIMIT = bodyLimit({
+  maxSize: 16 * 1024,
+  onError: () => errorPage('Request too large', 'The form data is too large.', 413),
+});
 
 /** `next` when it is a path of this server (never another site's, whatever its spelling), else `/`. */
 export function localPath(next: string | undefined, serverUrl: string): string {
@@ -79,7 +83,11 @@ export async function checkedForm(c: Context, app: AppContext): Promise<CheckedF
  * invitation). A session the browser held before (perhaps someone else's) ends: one session per
  * sign-in. Returns the cookies to set and the session's CSRF token (for the next page's forms).
  */
-export async function beginBrowserSession(app: AppContext, browser: FormBrowser, userId: number): Promise<{ cookies: string[]; csrfToken: string }> {
+export async function beginBrowserSession(
+  app: AppContext,
+  browser: FormBrowser,
+  userId: number,
+): Promise<{ cookies: string[]; csrfToken: string }> {
   if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
   const session = await beginSession(app.sql, userId);
   return { cookies: sessionCookies(browser.secure, session), csrfToken: session.csrfToken };

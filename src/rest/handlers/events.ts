@@ -1,7 +1,19 @@
 // POST /register, GET and DELETE /events (docs/reference/events.md sections 1-3): the reference's
 // parameters and answers over the event queues of src/domain/events.
 import type { JsonCheck } from '../params.js';
-import { json, jsonBool, jsonInt, jsonList, jsonNullable, jsonSafeInt, optional, parseParams, required, requiredPlainly, text } from '../params.js';
+import {
+  json,
+  jsonBool,
+  jsonInt,
+  jsonList,
+  jsonNullable,
+  jsonSafeInt,
+  optional,
+  parseParams,
+  required,
+  requiredPlainly,
+  text,
+} from '../params.js';
 import { heldCredentials } from '../../domain/auth/held-credentials.js';
 import { DomainError } from '../../domain/errors.js';
 import { queueLifespan, registerQueue } from '../../domain/events/queues.js';

@@ -36,7 +36,6 @@ export const listInvitations: RestHandler = async ({ actor, app, log }) =>
 /** The route only matches digits; ids past any stored one simply name nothing. */
 const invitationId = (path: Record<string, string>) => Number(path.invitationId);
 
-
 export const revokeInvitation: RestHandler = async ({ actor, params, path, app }) => {
   await revoke(app, actor, invitationId(path));
   return successResponse({}, undeclaredParameters(params));
