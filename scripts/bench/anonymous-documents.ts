@@ -1,4 +1,4 @@
-// The anonymous-documents scenario (issue 25, item 2): 300 distinct documents of 900 KB sent without
+// The anonymous-documents scenario: 300 distinct documents of 900 KB sent without
 // credentials, each a comment and `{ __typename }` (a comment is one token: the token limit does not
 // see it), 150 of them as automatic persisted query registrations. Every answer must be 200, 400 or
 // 413, and the server's RSS must grow by less than 150 MiB. test/security/anonymous-documents.test.ts

@@ -1,4 +1,4 @@
-// The hostile scenario (issue 19, item 1): one user who owns 60,000 files asks for their whole list
+// The hostile scenario: one user who owns 60,000 files asks for their whole list
 // 10 times at once through each door, again and again, while 3 invitations of 10,000 addresses each
 // run, and another user's small requests go on. Every answer must be 200 or 503, the process must
 // live, the other user's p99 stay under 1 s and the server's peak RSS under 512 MiB.

@@ -1,4 +1,4 @@
-// Live updates under load (issue 20, item 7), on the benchmark's main organization, with two server
+// Live updates under load, on the benchmark's main organization, with two server
 // processes of their own (A and B, started as `npm start` starts them) on the bench's database and
 // the clients in a process of their own (live-clients.ts):
 // - memory: B's RSS idle, then with N SSE subscriptions, N WebSocket subscriptions and N waiting long

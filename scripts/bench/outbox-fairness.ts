@@ -1,4 +1,4 @@
-// The outbox under a bulk invitation (issue 19): a mail server that takes 20 ms per message, one
+// The outbox under a bulk invitation: a mail server that takes 20 ms per message, one
 // organization's 10,000-address invitation being delivered, then another organization invites one
 // address: how long until that e-mail arrives (target: 5 s). Then SIGTERM with the backlog queued:
 // how long until the process has exited (target: under 10 s), and what it left queued.

@@ -1,4 +1,4 @@
-// A page of a long list (issue 21): GraphQL `attachmentPage(first: 50)` of a user who owns 60,000
+// A page of a long list: GraphQL `attachmentPage(first: 50)` of a user who owns 60,000
 // files against the whole `attachments` list of a user who owns 50, the same fields for each file;
 // p50 latency, requests one at a time, the kinds in turn. Target: the page within 1.5 times the list.
 import { performance } from 'node:perf_hooks';

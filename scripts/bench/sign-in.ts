@@ -1,4 +1,4 @@
-// Signing in (issue 26 item 7), on a server process of its own with every limit off:
+// Signing in, on a server process of its own with every limit off:
 // 1. POST /api/v1/fetch_api_key with the right password under autocannon, against a floor that
 //    verifies the same stored Argon2id hash with the same library (scripts/bench/sign-in-floor.ts),
 //    alternately, in the same run.

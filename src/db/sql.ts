@@ -95,7 +95,7 @@ function integerElements(text: string): number[] | undefined {
  * int4[] and float8[] of whole numbers without NULLs (what these statements aggregate) read digit
  * by digit, not by the driver's character-by-character array parser, which was a tenth of the CPU
  * of a 500-file attachments list (and split and Number, which made a string per element: a twentieth
- * of a GraphQL list's profile, issue 27). Anything else, NULL elements included, goes to the driver's parsers.
+ * of a GraphQL list's profile). Anything else, NULL elements included, goes to the driver's parsers.
  */
 const numberArrayParser = (oid: number) => {
   const driverParser = pg.types.getTypeParser(oid, 'text');

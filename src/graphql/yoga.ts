@@ -298,7 +298,7 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     landingPage: false,
     // Bodies are limited before Yoga, as they arrive (src/http/app.ts: 1 MiB, multipart one file more).
     // Yoga's own check piped every POST body through a TransformStream into a new fetch Request (about
-    // 3% of a GraphQL list's CPU in the bench's profile, issue 27).
+    // 3% of a GraphQL list's CPU in the bench's profile).
     maxRequestBodySize: false,
     logging: yogaLogging(app.log ?? logger),
     // The page is served by graphiql-page.ts (src/http/app.ts routes browsers there first).

@@ -2,7 +2,7 @@
 // (a cons string). Written as text, Node copies it twice more before encoding it: once to measure
 // its length, and once more after joining it to the response's headers so that both go in one
 // write. Each copy of a 100+ KB answer is a large-object allocation, mapped and unmapped around it
-// (issue 27's profile of a 500-file GraphQL list: 8 % of the server's CPU). Encoded once into a
+// (the profile of a 500-file GraphQL list: 8 % of the server's CPU). Encoded once into a
 // Buffer, it is written beside the headers as it is.
 /** Bodies below this many characters stay text: their copies cost less than a Buffer. */
 const LARGE_BODY_CHARACTERS = 16 * 1024;

@@ -1,4 +1,4 @@
-// Paging through a list in GraphiQL (issue 21), as a frontend author trying the API does: run the
+// Paging through a list in GraphiQL, as a frontend author trying the API does: run the
 // first page, copy `endCursor` from the result into the `after` variable, run again, until
 // `hasNextPage` is false. The pages together are the whole `attachments` list, in its order.
 import type { Page } from 'playwright-core';

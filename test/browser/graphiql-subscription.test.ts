@@ -1,4 +1,4 @@
-// GraphiQL in a real browser runs a subscription (issue 20): the bundled page's default transport
+// GraphiQL in a real browser runs a subscription: the bundled page's default transport
 // is fetch-based Server-Sent Events (a GET with `Accept: text/event-stream`, which needs no CSRF
 // header here), so the stream carries the Authorization header typed into its Headers tab, and an
 // emoji deactivated by someone else while it runs appears in its response pane.

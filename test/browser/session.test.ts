@@ -1,4 +1,4 @@
-// A person signs in in Chromium and uses GraphiQL with nothing pasted (issue 26 item 3): the sign-in
+// A person signs in in Chromium and uses GraphiQL with nothing pasted: the sign-in
 // link on GraphiQL's bar, the form, back on GraphiQL as themselves with this API's example document;
 // `{ me { email } }` and a subscription that shows a change made by someone else run on the
 // session's cookie; signing out ends it, and the same page's requests are refused.

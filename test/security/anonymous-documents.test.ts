@@ -1,4 +1,4 @@
-// Issue 25, item 2: what callers without credentials can make the server hold. A document over
+// What callers without credentials can make the server hold. A document over
 // GRAPHQL_ANONYMOUS_MAX_DOCUMENT_BYTES is refused (413) before it is parsed or registered; an APQ
 // registration counts against the rate limit by the client's address; and 300 distinct 900 KB
 // documents (150 of them registrations) grow a server process's RSS by less than 150 MiB, whether they

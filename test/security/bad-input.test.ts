@@ -1,4 +1,4 @@
-// Issue 9 rows 5 and 6: NUL characters (behaviour.md Decision 10) and ID lists as long as the body
+// NUL characters (behaviour.md Decision 10) and ID lists as long as the body
 // limit allows answer the documented error on both doors, never a 500, and write nothing.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { callApi } from '../support/rest.js';

@@ -1,4 +1,4 @@
-// Issue 9 row 2: no web page of another origin can act for a signed-in user. CORS answers only the
+// No web page of another origin can act for a signed-in user. CORS answers only the
 // allow-listed origins (never a reflected one), GraphQL requests a browser sends without a preflight
 // need a CSRF header, and state-changing requests from other origins are refused on both doors.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

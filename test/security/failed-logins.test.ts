@@ -1,4 +1,4 @@
-// Issue 9 row 11: repeated failed logins from one client address answer 429 RATE_LIMIT_HIT with
+// Repeated failed logins from one client address answer 429 RATE_LIMIT_HIT with
 // Retry-After (the reference's shape and wording) without locking out other addresses; the per-user
 // and failed-login limits hold across server processes sharing one PostgreSQL database, and deleting
 // the failure counters ends a lockout in every process.

@@ -1,4 +1,4 @@
-// Issue 9 rows 1, 7, 8 and 12 (first half): limits on GraphQL documents, tighter without credentials,
+// Limits on GraphQL documents, tighter without credentials,
 // applied to introspection too; suggestions hidden from anonymous callers; mutation fields capped and
 // each one counted by the rate limit. Every edge is tested at the limit and one over.
 import { getIntrospectionQuery } from 'graphql';

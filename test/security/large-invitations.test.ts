@@ -1,4 +1,4 @@
-// Issue 9 row 4 (and issue 10's statement count): an invitation request's SQL statements do not
+// An invitation request's SQL statements do not
 // grow with its addresses; 10,000 addresses in one request succeed, whole, with their channels,
 // groups and e-mails; other requests are served while it holds its organization's lock.
 import { afterAll, beforeAll, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 25 item 3: every way of losing the database is an outage, not an error. Through a proxy that
+// Every way of losing the database is an outage, not an error. Through a proxy that
 // speaks TLS to the server (sslmode=require) and breaks in each way a database is lost (the path cut,
 // a rotated password, a role pg_hba refuses, too many connections, a database starting up, TLS no
 // longer offered) and through a backend terminated mid-statement: both doors answer 503 with

@@ -1,4 +1,4 @@
-// Issue 9 row 3 and "Concurrency without 500s": every race has exactly the winners the rules allow,
+// Concurrency without 500s: every race has exactly the winners the rules allow,
 // the losers get the documented 4xx, and every side (rows, outbox) agrees. The requests contend for
 // real: PostgreSQL shows them waiting on the organization's row lock before the test lets it go
 // (contention.ts), and where the rules accept two outcomes the requests are queued in both orders, so

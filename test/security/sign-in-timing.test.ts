@@ -1,4 +1,4 @@
-// Issue 26 item 5 (signin.md Decision 4): fetch_api_key tells nothing about whether an address has
+// signin.md Decision 4: fetch_api_key tells nothing about whether an address has
 // an account: an unknown address and a wrong password get the same status and body, in the same
 // time (a dummy hash is verified). Measured on a server process of its own with every limit off:
 // the medians of 50 of each, asked in alternation, differ by less than 10% (in one of up to three measurements).

@@ -24,7 +24,7 @@ export interface InvitationForEmail {
  * What the invitation e-mails of one send share (the sender, the organization, the expiry), rendered
  * once ahead of its transaction. The database writes each body from the template's parts and the
  * invitation's link: a hundred e-mails of a few KB each are not built, escaped into an array literal
- * and sent as parameters, only the keys are (issue 27: a quarter of the server's CPU for 100 addresses).
+ * and sent as parameters, only the keys are (a quarter of the server's CPU for 100 addresses).
  */
 export interface InvitationEmailParts {
   template: InvitationEmailTemplate;

@@ -1,4 +1,4 @@
-// One reader of the event log per process (issue 20): while anyone listens, it polls the log for
+// One reader of the event log per process: while anyone listens, it polls the log for
 // positions past the last it saw, a cheap index scan (positioning what committed since: positions.ts),
 // and tells the subscribers concerned; with no subscriber it sends no statement at all. A NOTIFY in
 // every committing transaction would have told it sooner but cut commits by more than half (the
