@@ -108,7 +108,7 @@ async function importOrganization(name: DataSet, env: Record<string, string>, wo
  * Delivers every e-mail due through the CLI's `deliver-emails`, between rounds. The measured servers
  * run with EMAIL_WORKER=off, as a fleet's request processes may: the floor never delivers the e-mail
  * it queues, so a server delivering its own beside its rounds would be measured doing more work than
- * the floor (about a tenth of the 1-address invitations' rate, in the seventh session's A/B runs).
+ * the floor (about a tenth of the 1-address invitations' rate, in A/B runs).
  * Then checks that nothing due is left, so no round runs beside the previous round's mail.
  */
 async function deliverQueued(env: Record<string, string>, db: pg.Pool): Promise<void> {

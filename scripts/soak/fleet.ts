@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startDatabaseProxy, type DatabaseProxy } from '../../test/security/tcp-proxy.js';
+import { startDatabaseProxy, type DatabaseProxy } from '../../test/support/tcp-proxy.js';
 import { startMailReceiver, type MailReceiver } from '../../test/support/smtp.js';
 import { freePort, realServerCommand, waitUntilServing } from '../bench/processes.js';
 import type { DeliveredEmail } from './checks.js';

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { startServerProcess, testDatabaseEnvironment, waitForOutput } from '../support/process.js';
 import { testDatabaseUrl } from '../support/server.js';
-import { startDatabaseProxy, type DatabaseProxy } from '../security/tcp-proxy.js';
+import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 const probe = async (url: string) => {
   const response = await fetch(url);

@@ -8,7 +8,7 @@ import { createInvitation, submitAcceptance, uniqueEmail } from '../support/invi
 import { basicAuth } from '../support/server.js';
 import { formCsrfToken, postForm, setCookieHeader, setCookies } from '../support/sessions.js';
 import { startServerWithOutbox } from '../support/smtp.js';
-import { whileOrganizationLocked } from '../security/contention.js';
+import { whileOrganizationLocked } from '../support/contention.js';
 import { createWorld, type World } from '../support/world.js';
 import { WELCOME_BOT_INTRO } from '../../src/domain/invitations/accept.js';
 import type { RunningServer } from '../../src/server.js';

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { holdOrganizationRow } from '../security/contention.js';
+import { holdOrganizationRow } from '../support/contention.js';
 import { listeningUrl, startServerProcess, testDatabaseEnvironment, waitForOutput, type Started } from '../support/process.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';

@@ -6,7 +6,7 @@ import { insertAttachments } from '../../src/domain/attachments/upload-space.js'
 import { expectMatchesOpenApi } from '../support/openapi.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { whileRowLocked } from '../security/contention.js';
+import { whileRowLocked } from '../support/contention.js';
 import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;

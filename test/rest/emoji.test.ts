@@ -5,7 +5,7 @@ import { expectMatchesOpenApi } from '../support/openapi.js';
 import { startCountingApp } from '../support/query-count.js';
 import { callApi, type ApiCall } from '../support/rest.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-import { whileRowLocked } from '../security/contention.js';
+import { whileRowLocked } from '../support/contention.js';
 import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;

@@ -6,7 +6,7 @@ import type { OrganizationFile } from '../../src/import/organization-file.js';
 import { badRequestBody, invitationFailedBody, postInvites, storedInvitations, type RestResult } from '../support/invites.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
-import { whileOrganizationLocked } from '../security/contention.js';
+import { whileOrganizationLocked } from '../support/contention.js';
 
 let server: TestServer;
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { connectToTestDatabase, startTestServer, type TestServer } from '../supp
 import type { OrganizationFile } from '../../src/import/organization-file.js';
 import { eventually } from '../support/smtp.js';
 import { createWorld } from '../support/world.js';
-import { organizationRowLocked } from './contention.js';
+import { organizationRowLocked } from '../support/contention.js';
 
 let counting: Awaited<ReturnType<typeof startCountingApp>>;
 let server: TestServer;

@@ -10,7 +10,7 @@ import { capturedLogger } from '../support/log-capture.js';
 import { postInvites, storedInvitations } from '../support/invites.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
-import { holdOrganizationRow } from './contention.js';
+import { holdOrganizationRow } from '../support/contention.js';
 
 const { logger, lines } = capturedLogger('debug');
 

@@ -13,7 +13,7 @@ import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { cookieHeader, givePassword, setCookieHeader, signIn, type SignedIn } from '../support/sessions.js';
 import { createWorld, type World } from '../support/world.js';
-import { startDatabaseProxy, type DatabaseProxy } from './tcp-proxy.js';
+import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 let proxy: DatabaseProxy;
 let w: World;

@@ -19,7 +19,7 @@ import { makeCertificates, type Certificates } from '../support/certificates.js'
 import { capturedLogger, type LogLine } from '../support/log-capture.js';
 import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
-import { startDatabaseProxy, type DatabaseProxy } from './tcp-proxy.js';
+import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 const { logger, lines, clear } = capturedLogger('info');
 

@@ -8,7 +8,7 @@ import { createInvitations, submitAcceptance, uniqueEmail } from '../support/inv
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld } from '../support/world.js';
 import { inSqlTransaction, inTransaction } from '../../src/domain/transaction.js';
-import { holdOrganizationRow, inLockOrder, whileOrganizationLocked } from './contention.js';
+import { holdOrganizationRow, inLockOrder, whileOrganizationLocked } from '../support/contention.js';
 
 let server: TestServer;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 // METRICS_TOKEN and METRICS_PORT: off unless set, and a one-line start-up error for values that
 // cannot work.
 import { expect, test } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { StartupError } from '../src/startup-error.js';
+import { loadConfig } from '../../src/config.js';
+import { StartupError } from '../../src/startup-error.js';
 
 const TOKEN = 'c2VjcmV0LW1ldHJpY3MtdG9rZW4';
 

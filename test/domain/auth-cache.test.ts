@@ -6,18 +6,18 @@
 // 100 ms after the answer, every time. That each process answers from its cache is proven by the
 // statements it sends (SQL_STATEMENT_COUNTER): with the cache off, every request reads the credentials.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { STATEMENT_COUNT_PREFIX } from '../src/db/statement-counter.js';
-import { hashApiKey } from '../src/domain/users/api-keys.js';
+import { STATEMENT_COUNT_PREFIX } from '../../src/db/statement-counter.js';
+import { hashApiKey } from '../../src/domain/users/api-keys.js';
 import {
   runCli,
   serverProcessesOnTestDatabase,
   testDatabaseEnvironment,
   type ProcessesOnTestDatabase,
   type Started,
-} from './support/process.js';
-import { startCountingApp } from './support/query-count.js';
-import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from './support/server.js';
-import { createWorld, type World, type WorldUserName } from './support/world.js';
+} from '../support/process.js';
+import { startCountingApp } from '../support/query-count.js';
+import { basicAuth, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { createWorld, type World, type WorldUserName } from '../support/world.js';
 
 let server: TestServer;
 beforeAll(async () => {

@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { openDatabase, type Database } from '../src/db/database.js';
-import { importOrganization } from '../src/import/import-organization.js';
-import { parseOrganizationFile } from '../src/import/organization-file.js';
-import { DirectoryStorage } from '../src/storage/directory-storage.js';
-import { copyTemplate } from './support/postgres-databases.js';
-import { exampleWithoutIds } from './support/world.js';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { importOrganization } from '../../src/import/import-organization.js';
+import { parseOrganizationFile } from '../../src/import/organization-file.js';
+import { DirectoryStorage } from '../../src/storage/directory-storage.js';
+import { copyTemplate } from '../support/postgres-databases.js';
+import { exampleWithoutIds } from '../support/world.js';
 
 let database: Database;
 let root: string;

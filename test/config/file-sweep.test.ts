@@ -1,8 +1,8 @@
 // FILE_SWEEP_MINUTES: 10 unless set, 0 or off for no sweep, and a one-line start-up error naming the
 // variable for anything else.
 import { expect, test } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { StartupError } from '../src/startup-error.js';
+import { loadConfig } from '../../src/config.js';
+import { StartupError } from '../../src/startup-error.js';
 
 const minutes = (value?: string) => loadConfig(value === undefined ? {} : { FILE_SWEEP_MINUTES: value }).fileSweepMinutes;
 

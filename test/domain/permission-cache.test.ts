@@ -5,12 +5,12 @@
 // outside the server, take effect in it within a second of returning; an upload's counter, which
 // changes nothing cached, announces nothing.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { PermissionCache } from '../src/domain/permissions/permission-cache.js';
-import { postInvites } from './support/invites.js';
-import { startCountingApp } from './support/query-count.js';
-import { runOnTestDatabase, startTestServer, type TestServer } from './support/server.js';
-import { eventually } from './support/subscriptions.js';
-import { createWorld, type World } from './support/world.js';
+import { PermissionCache } from '../../src/domain/permissions/permission-cache.js';
+import { postInvites } from '../support/invites.js';
+import { startCountingApp } from '../support/query-count.js';
+import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { eventually } from '../support/subscriptions.js';
+import { createWorld, type World } from '../support/world.js';
 
 let server: TestServer;
 beforeAll(async () => {

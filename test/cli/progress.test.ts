@@ -1,7 +1,7 @@
 // The CLI's progress display (src/cli/progress.ts) as it renders, on a clock of the test's own: bars
 // redrawn in place at a terminal, plain lines elsewhere, nothing for quiet work that ends quickly.
 import { expect, test } from 'vitest';
-import { Progress, renderBar } from '../src/cli/progress.js';
+import { Progress, renderBar } from '../../src/cli/progress.js';
 
 function recorder(isTTY: boolean) {
   let written = '';

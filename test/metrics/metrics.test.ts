@@ -5,10 +5,10 @@
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { StartupError } from '../src/startup-error.js';
-import { basicAuth, startTestServer, type TestServer } from './support/server.js';
-import { subscribe, TRANSPORTS } from './support/subscriptions.js';
-import { createWorld, type World } from './support/world.js';
+import { StartupError } from '../../src/startup-error.js';
+import { basicAuth, startTestServer, type TestServer } from '../support/server.js';
+import { subscribe, TRANSPORTS } from '../support/subscriptions.js';
+import { createWorld, type World } from '../support/world.js';
 
 type Labels = Record<string, string>;
 interface Sample {

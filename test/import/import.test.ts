@@ -1,12 +1,12 @@
-// The organization import file through the importer (the CLI's import: test/cli.test.ts).
+// The organization import file through the importer (the CLI's import: test/cli/cli.test.ts).
 import { afterAll, beforeAll, describe, expect, test, inject } from 'vitest';
-import { openDatabase, type Database } from '../src/db/database.js';
-import { importOrganization } from '../src/import/import-organization.js';
-import { verifyPassword } from '../src/domain/auth/passwords.js';
-import { unsealApiKey } from '../src/domain/users/api-keys.js';
-import { parseOrganizationFile } from '../src/import/organization-file.js';
-import { copyTemplate } from './support/postgres-databases.js';
-import { exampleOrganization } from './support/world.js';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { importOrganization } from '../../src/import/import-organization.js';
+import { verifyPassword } from '../../src/domain/auth/passwords.js';
+import { unsealApiKey } from '../../src/domain/users/api-keys.js';
+import { parseOrganizationFile } from '../../src/import/organization-file.js';
+import { copyTemplate } from '../support/postgres-databases.js';
+import { exampleOrganization } from '../support/world.js';
 
 let database: Database;
 beforeAll(async () => {

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { environment, listeningUrl, runCli, runCliWithInput, startServerProcess, stopServerProcess } from './support/process.js';
-import { exampleOrganization } from './support/world.js';
+import { environment, listeningUrl, runCli, runCliWithInput, startServerProcess, stopServerProcess } from '../support/process.js';
+import { exampleOrganization } from '../support/world.js';
 
 let scratch: string;
 /** Not there until the first command that needs the database creates it. */

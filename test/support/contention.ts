@@ -4,7 +4,7 @@
 // expected number of them wait for it. Requests that finish, or never queue, before that fail the
 // test instead of passing unraced.
 import type pg from 'pg';
-import { connectToTestDatabase } from '../support/server.js';
+import { connectToTestDatabase } from './server.js';
 
 const WAIT_LIMIT_MS = 20_000;
 

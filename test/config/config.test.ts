@@ -1,8 +1,8 @@
 // DATABASE_LOCK_WAIT_SECONDS: a default, 0 for no limit, and a clear start-up error for values
 // PostgreSQL's lock_timeout cannot take.
 import { expect, test } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { StartupError } from '../src/startup-error.js';
+import { loadConfig } from '../../src/config.js';
+import { StartupError } from '../../src/startup-error.js';
 
 const lockWait = (value?: string) => loadConfig(value === undefined ? {} : { DATABASE_LOCK_WAIT_SECONDS: value }).databaseLockWaitSeconds;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.js';
-import { createWorld } from './support/world.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+import { createWorld } from '../support/world.js';
 
 let server: TestServer;
 beforeAll(async () => {
