@@ -8,27 +8,27 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { embeddedDatabaseUrl } from '../src/db/embedded-postgres.js';
-import { ownAttachmentsListStatement } from '../src/domain/attachments/attachments.js';
-import { generateApiKey } from '../src/domain/users/api-keys.js';
-import { pendingInvitationsStatement } from '../src/domain/invitations/manage.js';
-import { agreedAnswer, roundMismatches, type Pair } from './bench/compare.js';
-import { freshDatabaseBeside } from './bench/databases.js';
-import { statementsPerSecond } from './bench/database-limit.js';
-import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './bench/hostile.js';
+import { embeddedDatabaseUrl } from '../../src/db/embedded-postgres.js';
+import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
+import { generateApiKey } from '../../src/domain/users/api-keys.js';
+import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
+import { agreedAnswer, roundMismatches, type Pair } from './compare.js';
+import { freshDatabaseBeside } from './databases.js';
+import { statementsPerSecond } from './database-limit.js';
+import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './hostile.js';
 import {
   ANONYMOUS_DOCUMENTS_SCENARIO,
   anonymousDocumentsMarkdown,
   runAnonymousDocuments,
   type AnonymousDocumentsResult,
-} from './bench/anonymous-documents.js';
-import { emojiWrites } from './bench/emoji-rows.js';
-import { invitationWrites } from './bench/invitation-rows.js';
-import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './bench/live-updates.js';
-import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './bench/pages.js';
-import { median, runRound, type Round, type Scenario } from './bench/load.js';
-import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './bench/outbox-fairness.js';
-import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './bench/sign-in.js';
+} from './anonymous-documents.js';
+import { emojiWrites } from './emoji-rows.js';
+import { invitationWrites } from './invitation-rows.js';
+import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './live-updates.js';
+import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './pages.js';
+import { median, runRound, type Round, type Scenario } from './load.js';
+import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './outbox-fairness.js';
+import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './sign-in.js';
 import {
   ATTACHMENT_PAGE_QUERY,
   ATTACHMENT_PAGE_SIZE,
@@ -44,7 +44,7 @@ import {
   QUICK,
   type DataSet,
   type Volume,
-} from './bench/organization.js';
+} from './organization.js';
 import {
   cliCommand,
   FLOOR_COMMAND,
@@ -56,9 +56,9 @@ import {
   startProcess,
   THROUGHPUT_ENV,
   type BenchProcess,
-} from './bench/processes.js';
-import { IDLE_SECONDS, machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './bench/report.js';
-import { violation, violations, violationsMarkdown } from './bench/violations.js';
+} from './processes.js';
+import { IDLE_SECONDS, machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './report.js';
+import { violation, violations, violationsMarkdown } from './violations.js';
 
 const { values: flags } = parseArgs({
   options: {

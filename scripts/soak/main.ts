@@ -13,19 +13,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
-import { generateApiKey } from '../src/domain/users/api-keys.js';
-import { freshDatabaseBeside } from './bench/databases.js';
-import { benchOrganization } from './bench/organization.js';
-import { cliCommand } from './bench/processes.js';
-import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
-import { runChecks, type CheckResult, type LiveRecord } from './soak/checks.js';
-import { FAULT_KINDS, injectFaults, type FaultKind } from './soak/faults.js';
-import { startFleet, type Fleet } from './soak/fleet.js';
-import { History } from './soak/history.js';
-import { longPoll, subscribe, type LiveClient, type SubscriptionField } from './soak/live.js';
-import { seededRandom } from './soak/random.js';
-import { readSnapshot } from './soak/snapshot.js';
-import { workload, type SoakOrganization } from './soak/workload.js';
+import { generateApiKey } from '../../src/domain/users/api-keys.js';
+import { freshDatabaseBeside } from '../bench/databases.js';
+import { benchOrganization } from '../bench/organization.js';
+import { cliCommand } from '../bench/processes.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { runChecks, type CheckResult, type LiveRecord } from './checks.js';
+import { FAULT_KINDS, injectFaults, type FaultKind } from './faults.js';
+import { startFleet, type Fleet } from './fleet.js';
+import { History } from './history.js';
+import { longPoll, subscribe, type LiveClient, type SubscriptionField } from './live.js';
+import { seededRandom } from './random.js';
+import { readSnapshot } from './snapshot.js';
+import { workload, type SoakOrganization } from './workload.js';
 
 const { values: flags } = parseArgs({
   options: {
