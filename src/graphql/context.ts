@@ -61,6 +61,6 @@ export function actorOf(context: GraphQLContext): Actor {
 }
 
 /** A subscription's next payload is a new answer: its loaders start empty (no user as it was an hour ago). */
-export function startAnswer(context: GraphQLContext): void {
+export function freshLoadersForNextPayload(context: GraphQLContext): void {
   context.loaders = new Loaders(context.app);
 }

@@ -8,7 +8,7 @@ import type { LineWriter, Logger } from '../logging.js';
 type Level = 'info' | 'warn' | 'error';
 
 /** Lines to write later, on a logger not known yet. */
-export class HeldLines implements LineWriter {
+export class DeferredLogLines implements LineWriter {
   readonly #lines: [Level, object, string][] = [];
 
   readonly info = (fields: object, message: string) => void this.#lines.push(['info', fields, message]);
@@ -20,15 +20,15 @@ export class HeldLines implements LineWriter {
   }
 }
 
-const held = new WeakMap<object, HeldLines>();
+const held = new WeakMap<object, DeferredLogLines>();
 
 /** Called by maskError with the error it answers instead, and the lines that call for. */
-export function holdLines(replacement: object, lines: HeldLines): void {
+export function deferLines(replacement: object, lines: DeferredLogLines): void {
   held.set(replacement, lines);
 }
 
 /** Writes the lines held for any of `errors`, each once. */
-export function writeHeldLines(errors: readonly object[] | undefined, log: Logger): void {
+export function writeDeferredLines(errors: readonly object[] | undefined, log: Logger): void {
   for (const error of errors ?? []) {
     held.get(error)?.writeTo(log);
     held.delete(error);
@@ -36,17 +36,17 @@ export function writeHeldLines(errors: readonly object[] | undefined, log: Logge
 }
 
 /** Every answer over HTTP: one result, or the events of a subscription as they are sent. */
-export const heldLinesWritten: Plugin<object, { log: Logger }> = {
+export const deferredLinesWritten: Plugin<object, { log: Logger }> = {
   onResultProcess({ result, setResult, serverContext: { log } }) {
     if (isAsyncIterable(result)) {
       setResult(
         mapAsyncIterator(result, (event) => {
-          writeHeldLines(event.errors, log);
+          writeDeferredLines(event.errors, log);
           return event;
         }),
       );
     } else {
-      for (const single of Array.isArray(result) ? result : [result]) writeHeldLines(single.errors, log);
+      for (const single of Array.isArray(result) ? result : [result]) writeDeferredLines(single.errors, log);
     }
   },
 };

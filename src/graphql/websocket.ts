@@ -13,7 +13,7 @@ import type { ServerContext } from '../server-context.js';
 import { sessionTokenInCookies } from '../http/cookies.js';
 import { logger, requestIdFor, requestLogger } from '../logging.js';
 import type { GraphQLContext } from './context.js';
-import { writeHeldLines } from './replaced-errors.js';
+import { writeDeferredLines } from './replaced-errors.js';
 import type { GraphQLHandler, OfferedCredentials } from './yoga.js';
 import { identifyCaller } from './yoga.js';
 
@@ -102,7 +102,7 @@ export function serveGraphQLOverWebSocket(
       },
       onNext: (_context, _id, _payload, args, result) => {
         if (!result.errors) return undefined;
-        writeHeldLines(result.errors, (args.contextValue as GraphQLContext).log);
+        writeDeferredLines(result.errors, (args.contextValue as GraphQLContext).log);
         return { ...result, errors: result.errors.map(withoutHttpHints) };
       },
       onError: (_context, _id, _payload, errors) => errors.map(withoutHttpHints),

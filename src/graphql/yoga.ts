@@ -33,7 +33,7 @@ import { compiledExecution } from './jit.js';
 import { documentSizePlugin, limitsPlugin } from './limits.js';
 import { persistedDocumentsPlugins, webSocketDocument, type WebSocketDocument } from './persisted-documents.js';
 import { requestError } from './schema/errors.js';
-import { HeldLines, heldLinesWritten, holdLines } from './replaced-errors.js';
+import { DeferredLogLines, deferredLinesWritten, deferLines } from './replaced-errors.js';
 import { schema } from './schema/index.js';
 import { selectedFieldCount } from './selection.js';
 
@@ -311,19 +311,19 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     maskedErrors: {
       maskError(error, message, isDev) {
         const original = (error as { originalError?: unknown }).originalError ?? error;
-        const lines = new HeldLines();
+        const lines = new DeferredLogLines();
         const unavailable = database.noteFailure(original, lines);
         if (unavailable) {
           const replacement = createGraphQLError(unavailable, {
             extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
           });
-          holdLines(replacement, lines);
+          deferLines(replacement, lines);
           return replacement;
         }
         const masked = maskError(error, message, isDev);
         if (masked !== error) {
           lines.error({ err: original }, 'unexpected error');
-          holdLines(masked, lines);
+          deferLines(masked, lines);
         }
         return masked;
       },
@@ -334,7 +334,7 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
       ...(tracing ? [graphqlTracing()] : []),
       // First: it times and counts every execution, those the plugins below stop early included.
       ...(app.metrics ? graphqlMetrics(app.metrics) : []),
-      heldLinesWritten,
+      deferredLinesWritten,
       // Executes queries and mutations compiled (this API has no @defer or @stream).
       ...compiledExecution(schema, app.log ?? logger),
       subscriptionCancellation,

@@ -74,8 +74,8 @@ export interface ScreenedAddresses<Valid extends ValidAddress> {
 
 /** How a door runs the plan: what it adds to valid addresses, where it runs, and what it reads (and stores). */
 export interface PlanRun<Valid extends ValidAddress, Stored> {
-  /** Around the address preparation and the transaction (the send: the organization's queue). */
-  serialize<T>(organizationId: number, work: () => Promise<T>): Promise<T>;
+  /** Runs the address preparation and the transaction when the organization's turn comes (the send: its queue; the preview: at once). */
+  inOrganizationTurn<T>(organizationId: number, work: () => Promise<T>): Promise<T>;
   prepare(address: ValidAddress, checked: CheckedRequest): Valid;
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
   /** The counts of the limits and the accounts among the valid addresses (the send: under the lock, storing too). */
@@ -101,7 +101,7 @@ export async function planInvitations<Valid extends ValidAddress, Stored>(
   run: PlanRun<Valid, Stored>,
 ): Promise<InvitationPlan<Valid, Stored>> {
   const checked = await checkRequest(app, actor, request);
-  return run.serialize(checked.org.id, async () => {
+  return run.inOrganizationTurn(checked.org.id, async () => {
     // What needs no lock happens before the transaction, which stays a few statements long.
     const addresses = await screenAddresses(checked, (address) => run.prepare(address, checked));
     return run.transaction(async (tx) => {

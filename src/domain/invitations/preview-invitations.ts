@@ -42,7 +42,7 @@ export async function previewInvitations(app: AppContext, actor: Actor, request:
 /** Runs the plan with nothing around it but a read-only transaction, and reads what the send reads under its lock. */
 function previewRun(app: AppContext): PlanRun<ValidAddress, null> {
   return {
-    serialize: (_organizationId, work) => work(),
+    inOrganizationTurn: (_organizationId, work) => work(),
     prepare: (address) => address,
     transaction: (work) =>
       app.sql.transaction(async (tx) => {

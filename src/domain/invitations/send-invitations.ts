@@ -55,7 +55,7 @@ interface Invitee extends ValidAddress {
  */
 function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsRequest): PlanRun<Invitee, InvitationView[]> {
   return {
-    serialize: queuedForOrganization,
+    inOrganizationTurn: queuedForOrganization,
     prepare: ({ email, emailKey }) => ({ email, emailKey, confirmationKey: generateConfirmationKey() }),
     transaction: (work) => inSqlTransaction(app.sql, work),
     async read(tx, checked, addresses) {

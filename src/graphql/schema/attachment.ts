@@ -20,10 +20,8 @@ import { Viewer } from './user.js';
  */
 const ANSWER_BYTES_PER_FILE = 2048;
 
-export type AttachmentShape = OwnAttachmentWithMessages;
-
 export interface AttachmentListShape {
-  attachments: AttachmentShape[];
+  attachments: OwnAttachmentWithMessages[];
   uploadSpaceUsed: bigint;
   uploadQuota: bigint | null;
 }
@@ -35,7 +33,7 @@ export const AttachmentMessage = builder.objectRef<LinkedMessage>('AttachmentMes
   }),
 });
 
-export const Attachment = builder.objectRef<AttachmentShape>('Attachment').implement({
+export const Attachment = builder.objectRef<OwnAttachmentWithMessages>('Attachment').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
     name: t.exposeString('name'),

@@ -5,9 +5,7 @@ import { domainQuery } from './errors.js';
 import { unixSeconds } from '../../domain/time.js';
 import { User } from './user.js';
 
-export type DirectMessageShape = DirectMessageView;
-
-export const DirectMessage = builder.objectRef<DirectMessageShape>('DirectMessage').implement({
+export const DirectMessage = builder.objectRef<DirectMessageView>('DirectMessage').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
     sender: t.field({

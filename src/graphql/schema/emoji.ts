@@ -12,9 +12,7 @@ import { BadRequestError, NotFoundError, asResult, type ErrorShape } from './err
 import { User } from './user.js';
 import { incomingFile } from './uploads.js';
 
-export type CustomEmojiShape = CustomEmojiRecord;
-
-export const CustomEmoji = builder.objectRef<CustomEmojiShape>('CustomEmoji').implement({
+export const CustomEmoji = builder.objectRef<CustomEmojiRecord>('CustomEmoji').implement({
   fields: (t) => ({
     name: t.exposeString('name'),
     deactivated: t.exposeBoolean('deactivated'),
@@ -29,7 +27,7 @@ export const CustomEmoji = builder.objectRef<CustomEmojiShape>('CustomEmoji').im
   }),
 });
 
-const DeactivateCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiShape }>('DeactivateCustomEmojiSuccess').implement({
+const DeactivateCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiRecord }>('DeactivateCustomEmojiSuccess').implement({
   isTypeOf: (value) => 'emoji' in (value as object),
   fields: (t) => ({ emoji: t.field({ type: CustomEmoji, resolve: (r) => r.emoji }) }),
 });
@@ -37,7 +35,7 @@ const DeactivateCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiShape
 export const DeactivateCustomEmojiResult = builder.unionType('DeactivateCustomEmojiResult', {
   types: [DeactivateCustomEmojiSuccess, NotFoundError, BadRequestError],
 });
-export type DeactivateCustomEmojiResultShape = { emoji: CustomEmojiShape } | ErrorShape;
+export type DeactivateCustomEmojiResultShape = { emoji: CustomEmojiRecord } | ErrorShape;
 
 builder.queryField('customEmoji', (t) =>
   t.field({
@@ -59,7 +57,7 @@ builder.mutationField('deactivateCustomEmoji', (t) =>
   }),
 );
 
-const AddCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiShape; added: true }>('AddCustomEmojiSuccess').implement({
+const AddCustomEmojiSuccess = builder.objectRef<{ emoji: CustomEmojiRecord; added: true }>('AddCustomEmojiSuccess').implement({
   isTypeOf: (value) => 'added' in (value as object),
   fields: (t) => ({ emoji: t.field({ type: CustomEmoji, resolve: (r) => r.emoji }) }),
 });
@@ -71,7 +69,7 @@ builder.mutationField('addCustomEmoji', (t) =>
     type: AddCustomEmojiResult,
     description: 'Add a custom emoji. Same rules, limits and messages as POST /api/v1/realm/emoji/{emoji_name}.',
     args: { name: t.arg.string({ required: true }), file: t.arg({ type: 'File', required: true }) },
-    resolve: (_root, args, context): Promise<{ emoji: CustomEmojiShape; added: true } | ErrorShape> =>
+    resolve: (_root, args, context): Promise<{ emoji: CustomEmojiRecord; added: true } | ErrorShape> =>
       asResult(async () => ({
         emoji: await addCustomEmoji(context.app, actorOf(context), args.name, incomingFile(args.file)),
         added: true as const,

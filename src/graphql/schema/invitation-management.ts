@@ -7,11 +7,12 @@ import { builder } from '../builder.js';
 import { actorOf, type GraphQLContext } from '../context.js';
 import { selectsField } from '../selection.js';
 import { BadRequestError, NotFoundError, asResult, domainQuery } from './errors.js';
-import { Invitation, type InvitationShape } from './invitation.js';
+import type { InvitationView } from '../../domain/invitations/status.js';
+import { Invitation } from './invitation.js';
 import { connectionSelects, connectionType, pageArguments } from './connection.js';
 import { Viewer } from './user.js';
 
-const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationShape }>('InvitationActionSuccess').implement({
+const InvitationActionSuccess = builder.objectRef<{ invitation: InvitationView }>('InvitationActionSuccess').implement({
   isTypeOf: (value) => 'invitation' in (value as object),
   fields: (t) => ({ invitation: t.field({ type: Invitation, resolve: (r) => r.invitation }) }),
 });

@@ -13,8 +13,6 @@ import { unixSeconds, unixSecondsOfMs } from '../../domain/time.js';
 import { Role, User } from './user.js';
 import type { UserSummary } from '../../domain/users/user-summary.js';
 
-export type InvitationShape = InvitationView;
-
 export const InvitationStatus = builder.enumType('InvitationStatus', {
   values: ['PENDING', 'ACCEPTED', 'REVOKED', 'EXPIRED'] as const,
 });
@@ -36,7 +34,7 @@ const InvitationEmailDelivery = builder.objectRef<EmailDelivery>('InvitationEmai
   }),
 });
 
-export const Invitation = builder.objectRef<InvitationShape>('Invitation').implement({
+export const Invitation = builder.objectRef<InvitationView>('Invitation').implement({
   fields: (t) => ({
     id: t.exposeInt('id'),
     email: t.exposeString('email'),
@@ -85,7 +83,7 @@ export const SendInvitationsInput = builder.inputType('SendInvitationsInput', {
   }),
 });
 
-const SendInvitationsSuccess = builder.objectRef<{ invitations: InvitationShape[] }>('SendInvitationsSuccess').implement({
+const SendInvitationsSuccess = builder.objectRef<{ invitations: InvitationView[] }>('SendInvitationsSuccess').implement({
   isTypeOf: (value) => 'invitations' in (value as object),
   fields: (t) => ({
     invitations: t.field({

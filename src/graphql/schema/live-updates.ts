@@ -9,7 +9,7 @@ import type { EventType } from '../../domain/events/log.js';
 import type { LoggedEvent } from '../../domain/events/reader.js';
 import { eventCursor, type StreamItem } from '../../domain/events/streams.js';
 import { builder } from '../builder.js';
-import { actorOf, startAnswer, type GraphQLContext } from '../context.js';
+import { actorOf, freshLoadersForNextPayload, type GraphQLContext } from '../context.js';
 import { Attachment } from './attachment.js';
 import { CustomEmoji } from './emoji.js';
 import { domainQuery, requestError } from './errors.js';
@@ -33,7 +33,7 @@ function follow(context: GraphQLContext, types: EventType[], after: string | nul
 /** The item's event, or the error that ended the stream (its last payload). Each event is a new answer. */
 function eventOf(item: StreamItem, context: GraphQLContext): LoggedEvent {
   if ('ended' in item) throw requestError(item.ended);
-  startAnswer(context);
+  freshLoadersForNextPayload(context);
   return item.event;
 }
 

@@ -4,7 +4,8 @@ import { deleteOwnAttachment, listedAttachment } from '../../domain/attachments/
 import { uploadFile, type IncomingFile } from '../../domain/uploads/upload-file.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
-import { Attachment, type AttachmentShape } from './attachment.js';
+import type { OwnAttachmentWithMessages } from '../../domain/attachments/attachments.js';
+import { Attachment } from './attachment.js';
 import { BadRequestError, asResult, type ErrorShape } from './errors.js';
 
 /** A multipart request's file as the services take it. */
@@ -29,7 +30,7 @@ async function* chunksOf(stream: ReadableStream<Uint8Array>) {
 }
 
 interface UploadFileSuccessShape {
-  attachment: AttachmentShape;
+  attachment: OwnAttachmentWithMessages;
   filename: string;
 }
 
