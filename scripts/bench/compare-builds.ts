@@ -1,5 +1,5 @@
 // Compares builds of the server with each other and with the floor on one kind of request, as the
-// sixth session measured its changes: each process started side by side on the bench's data, rounds
+// changes are measured: each process started side by side on the bench's data, rounds
 // alternating under autocannon (8 connections), CPU per request read from /proc for each process and
 // for PostgreSQL's processes apart (on two shared cores both count in the throughput).
 //   DATABASE_URL=... npx tsx scripts/bench/compare-builds.ts setup
@@ -7,7 +7,7 @@
 //   npx tsx scripts/bench/compare-builds.ts <kind> <seconds> <rounds> <target>...
 //     kind: rest, restme, list, page, inv, me, emoji, invite, invite100
 //     target: floor, or a build's folder inside the checkout (dist, or a copy of an older dist/), with
-//     extra node flags after @ (dist@--max-semi-space-size=16)
+//     extra node flags after @ (dist@--max-semi-space-size=16) and variables after + (dist+NAME=value)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -112,11 +112,17 @@ interface Target {
   database: number[];
 }
 
+/** A target's variables: `dist+NAME=value+...` runs the build with them set. */
+function targetEnv(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
+
 async function start(name: string, org: Organization): Promise<Target> {
-  const [folder, ...flags] = name.split('@');
+  const [build, ...variables] = name.split('+');
+  const [folder, ...flags] = build!.split('@');
   const args =
     folder === 'floor' ? [...flags, ...FLOOR_COMMAND] : [...realServerCommand().slice(0, -1), ...flags, join(folder!, 'main.js')];
-  const env = { ...THROUGHPUT_ENV, DATABASE_URL: org.databaseUrl };
+  const env = { ...THROUGHPUT_ENV, DATABASE_URL: org.databaseUrl, ...targetEnv(variables) };
   const started = await startProcess(name, args, env, join(WORK_DIR, name.replace(/\W/g, '_')));
   return { name, process: started, rates: [], cpu: [], database: [] };
 }
