@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import type { NamedStatement } from '../../src/db/sql.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createInvitation } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
@@ -71,10 +72,10 @@ test('a request id on every line and in the response; one info line per request;
 function failFileReads(): () => void {
   const { sql } = server.app;
   const rows = sql.rows;
-  sql.rows = <Row>(text: string, values: readonly unknown[]) =>
-    /\bFROM attachment\b/.test(text)
+  sql.rows = <Row>(statement: string | NamedStatement, values: readonly unknown[]) =>
+    /\bFROM attachment\b/.test(typeof statement === 'string' ? statement : statement.text)
       ? Promise.reject(new Error('injected failure'))
-      : rows.call<typeof sql, [string, readonly unknown[]], Promise<Row[]>>(sql, text, values);
+      : rows.call<typeof sql, [string | NamedStatement, readonly unknown[]], Promise<Row[]>>(sql, statement, values);
   return () => void (sql.rows = rows);
 }
 
