@@ -18,8 +18,8 @@ import { OutboxWorker } from '../../src/domain/email/worker.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { capturedLogger } from '../support/log-capture.js';
 import { callApi } from '../support/rest.js';
-import { listeningUrl, startServerProcess, stopServerProcess } from '../support/process.js';
-import { testDatabaseUrl, testDatabaseUrls } from '../support/server.js';
+import { listeningUrl, startServerProcess, stopServerProcess, testDatabaseEnvironment } from '../support/process.js';
+import { testDatabaseUrl } from '../support/server.js';
 import { givePassword, PASSWORD } from '../support/sessions.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -280,7 +280,7 @@ test('without an OTLP endpoint no tracing module is loaded; with one, they are',
       ...env,
       NODE_OPTIONS: `--import ${hook}`,
       LOADED_MODULES_FILE: file,
-      DATABASE_URL: (await testDatabaseUrls()).databaseUrl,
+      ...(await testDatabaseEnvironment()),
       DATA_DIR: join(dataDir, `process-${randomBytes(4).toString('hex')}`),
       EMAIL_WORKER: 'off',
     });
