@@ -1,6 +1,7 @@
 // The soak's mixed workload: in each organization, workers that invite, revoke, accept invitations
 // (from the e-mails that arrived), add and deactivate custom emoji, upload and delete files, and read
 // lists and pages, each request on either server, every one recorded in the history.
+import { randomBytes as cryptoRandomBytes } from 'node:crypto';
 import sharp from 'sharp';
 import type { Random } from './random.js';
 import type { History, Operation } from './history.js';
@@ -119,12 +120,23 @@ export function workload(
         const key = /\/accounts\/do_confirm\/([A-Za-z0-9_-]+)/.exec(message.text)?.[1];
         if (!key) return history.violation(`an invitation e-mail without an acceptance link: ${message.text.slice(0, 200)}`);
         known.accepted.add(message.to);
-        const op = await history.send('accept invitation', at(), `/accounts/do_confirm/${key}`, {
+        // As a browser posts the form: from the server's own origin, its CSRF cookie's token in the form.
+        const server = at();
+        const csrfToken = cryptoRandomBytes(32).toString('base64url');
+        const op = await history.send('accept invitation', server, `/accounts/do_confirm/${key}`, {
           method: 'POST',
           change: true,
           subject: { organizationId: org.id, email: message.to },
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ full_name: 'Soak Newcomer', password: `Soak-lighthouse-${unique()}` }).toString(),
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            origin: new URL(server.url).origin,
+            cookie: `csrftoken=${csrfToken}`,
+          },
+          body: new URLSearchParams({
+            csrfmiddlewaretoken: csrfToken,
+            full_name: 'Soak Newcomer',
+            password: `Soak-lighthouse-${unique()}`,
+          }).toString(),
         });
         // A 200 is the welcome page; the form again (a 200 as well) would be an acceptance that did not happen.
         if (op.outcome === 'ok' && !String(op.body).includes('id="api-key"'))
