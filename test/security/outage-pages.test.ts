@@ -13,6 +13,7 @@ import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { cookieHeader, givePassword, setCookieHeader, signIn, type SignedIn } from '../support/sessions.js';
 import { createWorld, type World } from '../support/world.js';
+import { terminateLockWaiter } from '../support/contention.js';
 import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 let proxy: DatabaseProxy;
@@ -127,15 +128,7 @@ test('a page whose statement loses its connection (the database itself answering
     await admin.query('BEGIN');
     await admin.query('LOCK TABLE invitation IN ACCESS EXCLUSIVE MODE');
     const opened = fetch(`${server.url}/accounts/do_confirm/${invitation.confirmationKey}`);
-    let waiting: number | undefined;
-    await until(async () => {
-      const { rows } = await admin.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-      );
-      waiting = rows[0]?.pid;
-      return waiting !== undefined;
-    });
-    await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
+    await terminateLockWaiter(admin);
     await expectUnavailablePage(await opened, 'acceptance link, connection lost');
   } finally {
     await admin.query('ROLLBACK');

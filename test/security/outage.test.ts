@@ -19,6 +19,7 @@ import { makeCertificates, type Certificates } from '../support/certificates.js'
 import { capturedLogger, type LogLine } from '../support/log-capture.js';
 import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
+import { terminateLockWaiter } from '../support/contention.js';
 import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 const { logger, lines, clear } = capturedLogger('info');
@@ -174,15 +175,7 @@ describe('every way of losing the database is an outage: 503 with Retry-After on
       await admin.query('BEGIN');
       await admin.query('LOCK TABLE invitation IN ACCESS EXCLUSIVE MODE');
       const listing = rest('/api/v1/invites');
-      let waiting: number | undefined;
-      await until(async () => {
-        const { rows } = await admin.query<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-        );
-        waiting = rows[0]?.pid;
-        return waiting !== undefined;
-      });
-      await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
+      await terminateLockWaiter(admin);
       expect(await listing).toEqual(REST_UNAVAILABLE);
     } finally {
       await admin.query('ROLLBACK');

@@ -148,3 +148,17 @@ export async function organizationRowLocked(client: pg.Client, organizationId: n
     await client.query('ROLLBACK');
   }
 }
+
+/** Terminates the backend that waits on a lock (the request a test held up), once there is one; `admin` holds the lock. */
+export async function terminateLockWaiter(admin: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    );
+    if (rows[0]) {
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
