@@ -13,7 +13,7 @@ import { createInvitation, uniqueEmail } from '../support/invitations.js';
 import { connectToTestDatabase, testDatabaseUrl } from '../support/server.js';
 import { cookieHeader, givePassword, setCookieHeader, signIn, type SignedIn } from '../support/sessions.js';
 import { createWorld, type World } from '../support/world.js';
-import { terminateLockWaiter } from '../support/contention.js';
+import { lockWaitersOf, terminateLockWaiter } from '../support/contention.js';
 import { startDatabaseProxy, type DatabaseProxy } from '../support/tcp-proxy.js';
 
 let proxy: DatabaseProxy;
@@ -46,8 +46,13 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-const until = async (condition: () => boolean | Promise<boolean>) => {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 50));
+/** Resolves once `condition` holds; throws after 30 s, so that a test's `finally` still lets go of what it holds. */
+const until = async (condition: () => boolean | Promise<boolean>, what = 'the condition') => {
+  const deadline = Date.now() + 30_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`30 s passed before ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 };
 
 afterEach(async () => {
@@ -181,13 +186,8 @@ test('a sign-out recorded by a process that died during the outage is carried ou
     await admin.query('BEGIN');
     await admin.query('SELECT 1 FROM user_session WHERE "tokenHash" = $1 FOR UPDATE', [tokenHash(sessionToken(signedIn))]);
     next = await serverOn(dataDir);
-    await until(async () => {
-      const { rowCount } = await admin.query(
-        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-            AND query LIKE 'DELETE FROM user_session WHERE "tokenHash" = ANY%'`,
-      );
-      return rowCount === 1;
-    });
+    const deleting = (waiter: { query: string }) => waiter.query.startsWith('DELETE FROM user_session WHERE "tokenHash" = ANY');
+    await until(async () => (await lockWaitersOf(admin)).some(deleting), "the next process's deletion waited for the held row");
     expect(await meStatus(next, signedIn)).toBe(401);
   } finally {
     await admin.query('ROLLBACK');

@@ -149,14 +149,25 @@ export async function organizationRowLocked(client: pg.Client, organizationId: n
   }
 }
 
+/**
+ * The backends waiting for a lock `holder` holds, with their statements. Read afresh each time: inside
+ * the holder's transaction pg_stat_activity would answer its first snapshot again (a backend that
+ * connected or began its statement afterwards would never show).
+ */
+export async function lockWaitersOf(holder: pg.Client): Promise<{ pid: number; query: string }[]> {
+  await holder.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await holder.query<{ pid: number; query: string }>(
+    'SELECT pid, query FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
+  );
+  return rows;
+}
+
 /** Terminates the backend that waits on a lock (the request a test held up), once there is one; `admin` holds the lock. */
 export async function terminateLockWaiter(admin: pg.Client): Promise<void> {
   for (;;) {
-    const { rows } = await admin.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-    );
-    if (rows[0]) {
-      await admin.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+    const [waiter] = await lockWaitersOf(admin);
+    if (waiter) {
+      await admin.query('SELECT pg_terminate_backend($1)', [waiter.pid]);
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
