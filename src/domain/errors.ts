@@ -1,5 +1,6 @@
-// The single error class of the domain layer: a message for people, a code for programs, the HTTP
-// status the REST door answers with, and extra fields that travel with the error. Both doors render it.
+// The error class of the domain layer: a message for people, a code for programs, the HTTP status
+// the REST door answers with, and extra fields that travel with the error. Both doors render it, and
+// its one subclass, INVITATION_FAILED, whose typed fields each door renders in its own case.
 
 export type ErrorCode =
   | 'BAD_REQUEST'
@@ -57,3 +58,33 @@ export const unauthorized = (message: string) =>
     status: 401,
     headers: { 'WWW-Authenticate': 'Basic realm="zulip"' },
   });
+
+/** An address that was not invited: the address, why, and whether it belongs to a deactivated account. */
+export type InviteeError = [email: string, reason: string, deactivated: boolean];
+
+export interface InvitationFailure {
+  errors?: InviteeError[];
+  sentInvitations?: boolean;
+  licenseLimitReached?: boolean;
+  dailyLimitReached?: boolean;
+}
+
+/**
+ * The reference's INVITATION_FAILED: nobody, or not everybody, was invited. Each door renders the
+ * fields in its own case (REST: the reference's snake_case keys, in its order).
+ */
+export class InvitationFailedError extends DomainError {
+  readonly errors: InviteeError[];
+  readonly sentInvitations: boolean;
+  readonly licenseLimitReached: boolean;
+  readonly dailyLimitReached: boolean;
+
+  constructor(message: string, failure: InvitationFailure = {}) {
+    super(message, { code: 'INVITATION_FAILED' });
+    this.name = 'InvitationFailedError';
+    this.errors = failure.errors ?? [];
+    this.sentInvitations = failure.sentInvitations ?? false;
+    this.licenseLimitReached = failure.licenseLimitReached ?? false;
+    this.dailyLimitReached = failure.dailyLimitReached ?? false;
+  }
+}

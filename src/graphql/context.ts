@@ -51,16 +51,16 @@ export function newContext(
   answer?: AnswerReservations,
   budget?: RequestBudget,
 ): GraphQLContext {
-  return { app, ...caller, loaders: new Loaders(app), log, answer, budget };
+  return { app, ...caller, loaders: new Loaders(app, () => actorOf(caller)), log, answer, budget };
 }
 
 /** The authenticated actor; resolvers reached without one are refused by the auth plugin already. */
-export function actorOf(context: GraphQLContext): Actor {
+export function actorOf(context: Caller): Actor {
   if (!context.actor) throw context.authError ?? notLoggedIn();
   return context.actor;
 }
 
 /** A subscription's next payload is a new answer: its loaders start empty (no user as it was an hour ago). */
 export function freshLoadersForNextPayload(context: GraphQLContext): void {
-  context.loaders = new Loaders(context.app);
+  context.loaders = new Loaders(context.app, () => actorOf(context));
 }

@@ -2,54 +2,39 @@
 import DataLoader from 'dataloader';
 import type { AppContext } from '../app-context.js';
 import type { Actor } from '../domain/auth/authenticate.js';
-import type { UserSummary } from '../domain/users/user-summary.js';
+import {
+  directGroupsOf,
+  organizationUserSummaries,
+  subscribedChannelsOf,
+  type NamedMembership,
+  type UserSummary,
+} from '../domain/users/user-summary.js';
 import { loadInvitePermissions, type InvitePermissions } from '../domain/invitations/invite-permissions.js';
 import { latestInvitationEmails, type EmailDelivery } from '../domain/email/delivery.js';
 
-type Database = Pick<AppContext, 'prisma' | 'sql' | 'permissionCache'>;
-
 /** What the actor may pick when inviting, loaded once per request for both invitable lists. */
-const invitePermissionsLoader = (db: Database) =>
-  new DataLoader<Actor, InvitePermissions, number>((actors) => Promise.all(actors.map((actor) => loadInvitePermissions(db, actor))), {
+const invitePermissionsLoader = (app: AppContext) =>
+  new DataLoader<Actor, InvitePermissions, number>((actors) => Promise.all(actors.map((actor) => loadInvitePermissions(app, actor))), {
     cacheKeyFn: (actor) => actor.id,
   });
 
-const latestInvitationEmailLoader = ({ prisma }: Database) =>
+const latestInvitationEmailLoader = (app: AppContext, actor: () => Actor) =>
   new DataLoader<number, EmailDelivery | null>(async (ids) => {
-    const byInvitation = await latestInvitationEmails(prisma, ids);
+    const byInvitation = await latestInvitationEmails(app, actor(), ids);
     return ids.map((id) => byInvitation.get(id) ?? null);
   });
 
-/** Straight through the driver: one small statement per batch (emoji authors, message senders), where Prisma's query engine cost a tenth of a list's CPU. */
-const userByIdLoader = ({ sql }: Database) =>
+/** Emoji authors, message senders, referrers: users of the actor's organization, one statement per batch. */
+const userByIdLoader = (app: AppContext, actor: () => Actor) =>
   new DataLoader<number, UserSummary | null>(async (ids) => {
-    const users = await sql.rows<UserSummary>('SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE id = ANY($1::int[])', [
-      [...ids],
-    ]);
-    const byId = new Map(users.map((u) => [u.id, u]));
+    const byId = new Map((await organizationUserSummaries(app, actor(), [...ids])).map((user) => [user.id, user]));
     return ids.map((id) => byId.get(id) ?? null);
   });
 
-/** Channels each user is subscribed to, by name; one query per batch. */
-const subscribedChannelsLoader = ({ prisma }: Database) =>
-  new DataLoader<number, { id: number; name: string; isDefault: boolean }[]>(async (ids) => {
-    const rows = await prisma.subscription.findMany({
-      where: { userId: { in: [...ids] } },
-      select: { userId: true, channel: { select: { id: true, name: true, isDefault: true } } },
-      orderBy: { channel: { name: 'asc' } },
-    });
-    return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => r.channel));
-  });
-
-/** Named groups each user is a direct member of, by name; one query per batch. */
-const directGroupsLoader = ({ prisma }: Database) =>
-  new DataLoader<number, { id: number; name: string }[]>(async (ids) => {
-    const rows = await prisma.userGroupMember.findMany({
-      where: { userId: { in: [...ids] }, group: { name: { not: null } } },
-      select: { userId: true, group: { select: { id: true, name: true } } },
-      orderBy: { group: { name: 'asc' } },
-    });
-    return ids.map((id) => rows.filter((r) => r.userId === id).map((r) => ({ id: r.group.id, name: r.group.name! })));
+const membershipsLoader = <M>(read: (ids: readonly number[]) => Promise<Map<number, M[]>>) =>
+  new DataLoader<number, M[]>(async (ids) => {
+    const byUser = await read(ids);
+    return ids.map((id) => byUser.get(id) ?? []);
   });
 
 /**
@@ -60,24 +45,28 @@ export class Loaders {
   #invitePermissions?: ReturnType<typeof invitePermissionsLoader>;
   #latestInvitationEmail?: ReturnType<typeof latestInvitationEmailLoader>;
   #userById?: ReturnType<typeof userByIdLoader>;
-  #subscribedChannelsByUserId?: ReturnType<typeof subscribedChannelsLoader>;
-  #directGroupsByUserId?: ReturnType<typeof directGroupsLoader>;
+  #subscribedChannelsByUserId?: DataLoader<number, (NamedMembership & { isDefault: boolean })[]>;
+  #directGroupsByUserId?: DataLoader<number, NamedMembership[]>;
 
-  constructor(private readonly db: Database) {}
+  /** `actor`: the request's actor, asked for only when a loader first loads (resolvers reach loaders once authenticated). */
+  constructor(
+    private readonly app: AppContext,
+    private readonly actor: () => Actor,
+  ) {}
 
   get invitePermissions() {
-    return (this.#invitePermissions ??= invitePermissionsLoader(this.db));
+    return (this.#invitePermissions ??= invitePermissionsLoader(this.app));
   }
   get latestInvitationEmail() {
-    return (this.#latestInvitationEmail ??= latestInvitationEmailLoader(this.db));
+    return (this.#latestInvitationEmail ??= latestInvitationEmailLoader(this.app, this.actor));
   }
   get userById() {
-    return (this.#userById ??= userByIdLoader(this.db));
+    return (this.#userById ??= userByIdLoader(this.app, this.actor));
   }
   get subscribedChannelsByUserId() {
-    return (this.#subscribedChannelsByUserId ??= subscribedChannelsLoader(this.db));
+    return (this.#subscribedChannelsByUserId ??= membershipsLoader((ids) => subscribedChannelsOf(this.app, this.actor(), ids)));
   }
   get directGroupsByUserId() {
-    return (this.#directGroupsByUserId ??= directGroupsLoader(this.db));
+    return (this.#directGroupsByUserId ??= membershipsLoader((ids) => directGroupsOf(this.app, this.actor(), ids)));
   }
 }

@@ -52,7 +52,7 @@ async function viewerOf(app: AppContext, request: Request, address: string, rate
   const header = request.headers.get('authorization');
   if (header) return authenticateRequest(app, header, address, rateLimits);
   const apiKey = new URL(request.url).searchParams.get('api_key');
-  if (apiKey !== null) return authenticateApiKey(app.prisma, apiKey, undefined, app.authCache);
+  if (apiKey !== null) return authenticateApiKey(app, apiKey);
   return null;
 }
 

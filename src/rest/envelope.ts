@@ -1,6 +1,6 @@
 // The reference's JSON envelope: compact JSON with a trailing newline, `result` and `msg` first,
 // data fields next, and `code` last on errors; never-cache headers on every response.
-import type { DomainError } from '../domain/errors.js';
+import { InvitationFailedError, type DomainError } from '../domain/errors.js';
 import { sentBody } from '../http/response-body.js';
 
 const NEVER_CACHE: Record<string, string> = {
@@ -29,5 +29,16 @@ export function successResponse(data: Record<string, unknown> = {}, ignoredParam
 }
 
 export function errorResponse(error: DomainError): Response {
-  return jsonResponse({ result: 'error', msg: error.message, ...error.data, code: error.code }, error.status, error.headers);
+  return jsonResponse({ result: 'error', msg: error.message, ...errorFields(error), code: error.code }, error.status, error.headers);
+}
+
+/** The error's fields beside `msg` and `code`; INVITATION_FAILED's with the reference's keys, in its order. */
+function errorFields(error: DomainError): Record<string, unknown> {
+  if (!(error instanceof InvitationFailedError)) return error.data;
+  return {
+    errors: error.errors,
+    sent_invitations: error.sentInvitations,
+    license_limit_reached: error.licenseLimitReached,
+    daily_limit_reached: error.dailyLimitReached,
+  };
 }

@@ -84,33 +84,37 @@ interface OwnAttachmentRow {
  * hot path, so it is hand-written.
  */
 export async function listOwnAttachments(
-  sql: Sql,
+  app: AppContext,
   actor: Actor,
   pageSize = ATTACHMENT_PAGE_SIZE,
 ): Promise<OwnAttachments<AttachmentListItem>> {
   return ownAttachments(
-    ownFiles(sql, actor, false, (row) => attachmentListItem(row as OwnAttachmentRow & { id: number })),
+    ownFiles(app.sql, actor, false, (row) => attachmentListItem(row as OwnAttachmentRow & { id: number })),
     pageSize,
   );
 }
 
 /** The same list, each file with its messages' send times. */
 export async function listOwnAttachmentsWithMessages(
-  sql: Sql,
+  app: AppContext,
   actor: Actor,
   pageSize = ATTACHMENT_PAGE_SIZE,
 ): Promise<OwnAttachments<OwnAttachmentWithMessages>> {
-  return ownAttachments(ownFiles(sql, actor, true, withMessages), pageSize);
+  return ownAttachments(ownFiles(app.sql, actor, true, withMessages), pageSize);
 }
 
 /** The files of listOwnAttachmentsWithMessages read from any key on, for cursor connections (src/domain/connections.ts). */
-export function ownAttachmentsWithMessagesList(sql: Sql, actor: Actor): KeysetList<OwnAttachmentWithMessages> {
-  return ownFiles(sql, actor, true, withMessages).list;
+export function ownAttachmentsWithMessagesList(app: AppContext, actor: Actor): KeysetList<OwnAttachmentWithMessages> {
+  return ownFiles(app.sql, actor, true, withMessages).list;
 }
 
 /** One of the caller's own files as the list with messages has it; null when it is not (or no longer) theirs. */
-export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachmentId: number): Promise<OwnAttachmentWithMessages | null> {
-  const [file] = await ownAttachmentsWithMessagesList(sql, actor).read({
+export async function ownAttachmentWithMessages(
+  app: AppContext,
+  actor: Actor,
+  attachmentId: number,
+): Promise<OwnAttachmentWithMessages | null> {
+  const [file] = await ownAttachmentsWithMessagesList(app, actor).read({
     after: { key: [attachmentId], inclusive: true },
     backward: false,
     limit: 1,
@@ -123,13 +127,17 @@ export async function ownAttachmentWithMessages(sql: Sql, actor: Actor, attachme
  * the list's own statement, its page narrowed to the ids. Any other id (another user's file, another
  * organization's, none at all) names nothing.
  */
-export async function ownAttachmentsWithMessagesWithIds(sql: Sql, actor: Actor, ids: number[]): Promise<OwnAttachmentWithMessages[]> {
+export async function ownAttachmentsWithMessagesWithIds(
+  app: AppContext,
+  actor: Actor,
+  ids: number[],
+): Promise<OwnAttachmentWithMessages[]> {
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0) return [];
   const parameters = new Parameters([actor.id, actor.organizationId]);
   const seek = seekSql(OWN_FILES_ORDER, { backward: false, limit: rowIds.length }, parameters);
   const narrowed = { ...seek, where: `${seek.where} AND id = ANY(${parameters.add(rowIds)}::int[])` };
-  const rows = await sql.rows<OwnAttachmentRow>(OWN_FILES_STATEMENTS(ownAttachmentsStatement(true, narrowed)), parameters.values);
+  const rows = await app.sql.rows<OwnAttachmentRow>(OWN_FILES_STATEMENTS(ownAttachmentsStatement(true, narrowed)), parameters.values);
   return rows.filter((row) => row.id !== null).map(withMessages);
 }
 

@@ -3,7 +3,6 @@
 import type { AppContext } from '../../app-context.js';
 import type { DatabaseClient } from '../../db/database.js';
 import { DomainError, unauthorized } from '../errors.js';
-import type { AuthCache } from './auth-cache.js';
 import type { RateLimitReport } from './rate-limit.js';
 import { API_KEY_PATTERN, apiKeyMatches, hashApiKey } from '../users/api-keys.js';
 import { readSession, type SessionOf } from './sessions.js';
@@ -69,20 +68,24 @@ async function readCredentials(prisma: DatabaseClient, apiKeyHash: string): Prom
   return rows[0];
 }
 
+/** Where credentials are read: the database, and the cache unless the caller must see the row itself. */
+export type CredentialReads = Pick<AppContext, 'prisma' | 'authCache'>;
+
 /**
  * Only successful authentications are cached, so every refusal below is re-checked against the
  * database; a cached entry is dropped as soon as its row changes (auth-cache.ts).
  */
-export async function authenticate(prisma: DatabaseClient, authorizationHeader: string, cache?: AuthCache): Promise<Actor> {
+export async function authenticate(app: CredentialReads, authorizationHeader: string): Promise<Actor> {
   const { username, apiKey } = parseBasicAuthorization(authorizationHeader);
-  return authenticateApiKey(prisma, apiKey, username, cache);
+  return authenticateApiKey(app, apiKey, username);
 }
 
 /**
  * The user holding `apiKey` (and, when given, the e-mail `username`), with the reference's checks.
  * File URLs accept the key alone (`?api_key=`), as the reference's mobile apps send it.
  */
-export async function authenticateApiKey(prisma: DatabaseClient, apiKey: string, username?: string, cache?: AuthCache): Promise<Actor> {
+export async function authenticateApiKey(app: CredentialReads, apiKey: string, username?: string): Promise<Actor> {
+  const { prisma, authCache: cache } = app;
   if (!API_KEY_PATTERN.test(apiKey)) throw unauthorized('Malformed API key');
   const apiKeyHash = hashApiKey(apiKey);
   const wrongUser = (emailKey: string) => username !== undefined && emailKey !== username.toLowerCase();
@@ -140,7 +143,7 @@ export async function authenticateUncounted(
   rateLimits?: RateLimitReport,
 ): Promise<Actor> {
   try {
-    return await authenticate(app.prisma, authorizationHeader, app.authCache);
+    return await authenticate(app, authorizationHeader);
   } catch (error) {
     if (error instanceof DomainError && error.status === 401) await app.rateLimiter.failure(clientAddress, rateLimits);
     throw error;

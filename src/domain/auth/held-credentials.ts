@@ -25,7 +25,7 @@ export function heldCredentials(app: AppContext, credentials: Credentials): Held
     const apiKeyHash = hashApiKey(parseBasicAuthorization(credentials.authorization).apiKey);
     return {
       concernedBy: (invalidation) => invalidation === EVERY_KEY || invalidation === apiKeyHash,
-      recheck: async () => void (await authenticate(app.prisma, credentials.authorization)),
+      recheck: async () => void (await authenticate({ prisma: app.prisma }, credentials.authorization)),
     };
   }
   // The user's row changes are announced under their key hash as it was: a regenerated key is followed.

@@ -71,10 +71,11 @@ const READ_SESSION = namedStatement(
 const END_SESSION = namedStatement('sessions.end', 'DELETE FROM user_session WHERE "tokenHash" = $1');
 
 /** Begins a session for the user (who just signed in), fingerprinting their password hash as it is now. */
-export async function beginSession(sql: Sql, userId: number, now = new Date()): Promise<NewSession> {
+export async function beginSession(app: SessionStore, userId: number, replacedToken?: string, now = new Date()): Promise<NewSession> {
+  if (replacedToken) await endSession(app.sql, replacedToken);
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_SECONDS * 1000);
-  await sql.rows(BEGIN_SESSION, [sha256Hex(token), userId, now.toISOString(), expiresAt.toISOString()]);
+  await app.sql.rows(BEGIN_SESSION, [sha256Hex(token), userId, now.toISOString(), expiresAt.toISOString()]);
   return { token, csrfToken: csrfTokenOf(token), expiresAt };
 }
 
@@ -100,7 +101,7 @@ export async function readSession(app: SessionStore, token: string, now = new Da
 }
 
 /** Ends the session of `token` (sign-out); nothing happens for an unknown one. */
-export async function endSession(sql: Sql, token: string): Promise<void> {
+async function endSession(sql: Sql, token: string): Promise<void> {
   if (!TOKEN_PATTERN.test(token)) return;
   await sql.rows(END_SESSION, [sha256Hex(token)]);
 }

@@ -1,6 +1,6 @@
 // How an invitation's e-mail fared: administrators see attempts and the last error, so a mistyped
 // address or a broken mail server shows up where invitations are managed.
-import type { DatabaseClient as Database } from '../../db/database.js';
+import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import { isAdministrator } from '../users/roles.js';
 import { INVITATION_EMAIL } from './outbox.js';
@@ -16,11 +16,16 @@ export interface EmailDelivery {
 export const mayViewEmailDelivery = (actor: Actor) => isAdministrator(actor.role);
 
 /** The latest invitation e-mail of each invitation (resends queue new ones), in one query. */
-export async function latestInvitationEmails(db: Database, invitationIds: readonly number[]): Promise<Map<number, EmailDelivery>> {
-  const rows = await db.$queryRaw<(EmailDelivery & { invitationId: number })[]>`
+export async function latestInvitationEmails(
+  app: AppContext,
+  actor: Actor,
+  invitationIds: readonly number[],
+): Promise<Map<number, EmailDelivery>> {
+  const rows = await app.prisma.$queryRaw<(EmailDelivery & { invitationId: number })[]>`
     SELECT DISTINCT ON ("invitationId") "invitationId", status::text AS status, attempts, "lastError", "createdAt" AS "queuedAt", "sentAt"
     FROM outbox_email
     WHERE kind = ${INVITATION_EMAIL} AND "invitationId" = ANY(${[...invitationIds]}::int[])
+      AND "organizationId" = ${actor.organizationId}
     ORDER BY "invitationId", "createdAt" DESC, id DESC`;
   return new Map(rows.map(({ invitationId, ...delivery }) => [invitationId, delivery]));
 }

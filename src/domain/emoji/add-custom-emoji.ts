@@ -126,8 +126,7 @@ async function storeCustomEmoji(app: AppContext, actor: Actor, name: string, fil
 export async function addReceivedCustomEmoji(
   app: AppContext,
   actor: Actor,
-  name: string,
-  received: ReceivedFile<ReceivedEmojiFile>,
+  { name, received }: { name: string; received: ReceivedFile<ReceivedEmojiFile> },
 ): Promise<CustomEmojiRecord> {
   assertOneEmojiFile(received.count);
   assertMayUseName(actor, name);
@@ -136,7 +135,11 @@ export async function addReceivedCustomEmoji(
 }
 
 /** All of it for one file (the GraphQL door, where exactly one file comes by type). */
-export async function addCustomEmoji(app: AppContext, actor: Actor, rawName: string, file: IncomingFile): Promise<CustomEmojiRecord> {
-  const name = await assertMayAddEmoji(app, actor, rawName);
-  return addReceivedCustomEmoji(app, actor, name, await singleFile(receiveEmojiFile(app, file)));
+export async function addCustomEmoji(
+  app: AppContext,
+  actor: Actor,
+  input: { name: string; file: IncomingFile },
+): Promise<CustomEmojiRecord> {
+  const name = await assertMayAddEmoji(app, actor, input.name);
+  return addReceivedCustomEmoji(app, actor, { name, received: await singleFile(receiveEmojiFile(app, input.file)) });
 }

@@ -1,7 +1,7 @@
 // Custom emoji of an organization: listing, and deactivation by name (behaviour.md section 4).
 // Deactivated rows stay (old messages, reactions and statuses still render them).
-import type { DatabaseClient } from '../../db/database.js';
-import { namedStatement, type Sql } from '../../db/sql.js';
+import type { AppContext } from '../../app-context.js';
+import { namedStatement } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { DomainError, badRequest } from '../errors.js';
 import { distinctRowIds } from '../ids.js';
@@ -76,8 +76,9 @@ export const realmEmojiEvent = (emoji: CustomEmojiRecord, change: CustomEmojiCha
   });
 
 /** Every custom emoji of the organization as `GET /realm/emoji` and realm_emoji events key them. */
-export async function realmEmojiDicts(prisma: DatabaseClient, organizationId: number) {
-  const emoji = await prisma.customEmoji.findMany({ where: { organizationId }, orderBy: { id: 'asc' }, select: RECORD });
+export async function realmEmojiDicts(app: AppContext, actor: Pick<Actor, 'organizationId'>) {
+  const where = { organizationId: actor.organizationId };
+  const emoji = await app.prisma.customEmoji.findMany({ where, orderBy: { id: 'asc' }, select: RECORD });
   return Object.fromEntries(emoji.map((e) => [String(e.id), emojiDict(e)]));
 }
 
@@ -86,11 +87,11 @@ export async function realmEmojiDicts(prisma: DatabaseClient, organizationId: nu
  * authenticated user may list them.
  */
 export async function listCustomEmoji(
-  prisma: DatabaseClient,
+  app: AppContext,
   actor: Actor,
   options: { includeDeactivated: boolean; ids?: number[] },
 ): Promise<CustomEmojiRecord[]> {
-  return prisma.customEmoji.findMany({
+  return app.prisma.customEmoji.findMany({
     where: {
       organizationId: actor.organizationId,
       ...(options.includeDeactivated ? {} : { deactivated: false }),
@@ -110,7 +111,8 @@ const doesNotExist = (name: string) =>
  * no normalisation). Owners and administrators may deactivate any; everyone else (moderators,
  * members, guests, bots) only those they added. Returns the emoji as it is now.
  */
-export async function deactivateCustomEmoji(sql: Sql, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+export async function deactivateCustomEmoji(app: AppContext, actor: Actor, name: string): Promise<CustomEmojiRecord> {
+  const { sql } = app;
   // Decision 10: no stored name holds NUL (PostgreSQL text cannot), so such a name names nothing.
   if (name.includes('\0')) throw doesNotExist(name);
   const [emoji] = await sql.rows<CustomEmojiRecord>(ACTIVE_EMOJI_NAMED, [actor.organizationId, name]);

@@ -92,7 +92,7 @@ export async function registerQueue(app: AppContext, actor: Actor, request: Regi
     );
   });
   const registration: Registration = { queueId, lastEventId: -1 };
-  if (asksFor(request.fetchEventTypes, 'realm_emoji')) registration.realmEmoji = await realmEmojiDicts(app.prisma, actor.organizationId);
+  if (asksFor(request.fetchEventTypes, 'realm_emoji')) registration.realmEmoji = await realmEmojiDicts(app, actor);
   if (asksFor(request.fetchEventTypes, 'realm')) registration.longpollTimeoutSeconds = LONGPOLL_TIMEOUT_SECONDS;
   return registration;
 }
@@ -174,7 +174,7 @@ export async function acknowledgeEvents(app: AppContext, actor: Actor, queueId: 
 export const MAX_EVENTS_PER_ANSWER = 1000;
 
 /** The organization's realm_emoji dicts, one read shared by the polls that deliver them at once. */
-export const realmEmojiReads = (app: AppContext) => new SharedReads((organizationId) => realmEmojiDicts(app.prisma, organizationId));
+export const realmEmojiReads = (app: AppContext) => new SharedReads((organizationId) => realmEmojiDicts(app, { organizationId }));
 
 export type RealmEmojiReads = ReturnType<typeof realmEmojiReads>;
 

@@ -80,7 +80,8 @@ export interface InvitationSummary {
 }
 
 /** What the acceptance form shows, or the reason the link cannot be used. */
-export async function inspectInvitation(prisma: DatabaseClient, key: string, now = new Date()): Promise<InvitationSummary> {
+export async function inspectInvitation(app: AppContext, key: string, now = new Date()): Promise<InvitationSummary> {
+  const { prisma } = app;
   assertKeyShape(key);
   const invitation = await loadInvitation(prisma, key);
   assertUsable(invitation, now);

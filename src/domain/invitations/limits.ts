@@ -4,33 +4,13 @@
 import type { Config } from '../../config.js';
 import { INVITATION_EMAIL } from '../email/outbox.js';
 import type { Transaction } from '../transaction.js';
-import { DomainError } from '../errors.js';
+import { InvitationFailedError } from '../errors.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { DAY_MS } from '../time.js';
 import { ROLE, isAdministrator } from '../users/roles.js';
 import type { Actor } from '../auth/authenticate.js';
 
 const INVITES_MIN_USER_AGE_DAYS = 3;
-
-export interface InvitationFailure {
-  errors?: [string, string, boolean][];
-  sentInvitations?: boolean;
-  licenseLimitReached?: boolean;
-  dailyLimitReached?: boolean;
-}
-
-/** The reference's INVITATION_FAILED error, with its data keys in the reference's order. */
-export function invitationFailed(message: string, failure: InvitationFailure = {}): DomainError {
-  return new DomainError(message, {
-    code: 'INVITATION_FAILED',
-    data: {
-      errors: failure.errors ?? [],
-      sent_invitations: failure.sentInvitations ?? false,
-      license_limit_reached: failure.licenseLimitReached ?? false,
-      daily_limit_reached: failure.dailyLimitReached ?? false,
-    },
-  });
-}
 
 export interface LimitedOrganization {
   id: number;
@@ -103,7 +83,7 @@ async function readUnderLock(tx: Transaction, organizationId: number, now: Date,
 export function assertDailyLimitKept(config: Config, org: LimitedOrganization, counts: LockedCounts, count: number): void {
   const max = dailyMaximum(config, org);
   if (max === undefined || counts.sentToday! + count <= max) return;
-  throw invitationFailed(
+  throw new InvitationFailedError(
     'To protect users, Zulip limits the number of invitations you can send in one day. Because you have reached the limit, no invitations were sent.',
     { dailyLimitReached: true },
   );
@@ -122,7 +102,7 @@ function exceedsLicenses(org: { licenseLimit: number | null }, counts: LockedCou
 
 export function assertLicensesSuffice(org: LimitedOrganization, counts: LockedCounts, count: number, inviteAs: number): void {
   if (exceedsLicenses(org, counts, count, inviteAs)) {
-    throw invitationFailed('Your organization does not have enough Zulip licenses. Invitations were not sent.', {
+    throw new InvitationFailedError('Your organization does not have enough Zulip licenses. Invitations were not sent.', {
       licenseLimitReached: true,
     });
   }
@@ -143,7 +123,7 @@ export async function exceedsLicenseLimit(tx: Transaction, org: { id: number; li
 export function assertAccountOldEnough(actor: Actor, org: LimitedOrganization, now: Date) {
   if (org.inviteRequired || isAdministrator(actor.role)) return;
   if (now.getTime() - actor.dateJoined.getTime() < INVITES_MIN_USER_AGE_DAYS * DAY_MS) {
-    throw invitationFailed(
+    throw new InvitationFailedError(
       'Your account is too new to send invites for this organization. Ask an organization admin, or a more experienced user.',
     );
   }

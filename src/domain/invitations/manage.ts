@@ -38,8 +38,13 @@ export interface ListedInvitation extends ListedColumns {
 }
 
 /** Pending invitations that have not expired, oldest first (REST's GET /invites), page by page. */
-export function listPendingInvitations(sql: Sql, actor: Actor, now = new Date()): Promise<Paged<ListedInvitation>> {
-  const list = invitationList<ListedInvitation>(sql, actor, { includeInactive: false, withNotifyFlags: true, order: OLDEST_FIRST }, now);
+export function listPendingInvitations(app: AppContext, actor: Actor, now = new Date()): Promise<Paged<ListedInvitation>> {
+  const list = invitationList<ListedInvitation>(
+    app.sql,
+    actor,
+    { includeInactive: false, withNotifyFlags: true, order: OLDEST_FIRST },
+    now,
+  );
   return keysetPages(list, INVITATION_PAGE_SIZE);
 }
 
@@ -51,12 +56,12 @@ export interface InvitationListOptions {
 
 /** Invitations newest first; accepted, revoked and expired ones only when asked for. */
 export async function listInvitations(
-  sql: Sql,
+  app: AppContext,
   actor: Actor,
   options: InvitationListOptions,
   now = new Date(),
 ): Promise<Paged<InvitationView>> {
-  const list = await keysetPages(invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
+  const list = await keysetPages(invitationList(app.sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
   const view = (page: ListedRow[]) => viewsOf(page, now);
   return {
     firstPage: view(list.firstPage),
@@ -69,8 +74,13 @@ export async function listInvitations(
 }
 
 /** The invitations of listInvitations read from any key on, for cursor connections (src/domain/connections.ts). */
-export function invitationViewList(sql: Sql, actor: Actor, options: InvitationListOptions, now = new Date()): KeysetList<InvitationView> {
-  const list = invitationList(sql, actor, { ...options, order: NEWEST_FIRST }, now);
+export function invitationViewList(
+  app: AppContext,
+  actor: Actor,
+  options: InvitationListOptions,
+  now = new Date(),
+): KeysetList<InvitationView> {
+  const list = invitationList(app.sql, actor, { ...options, order: NEWEST_FIRST }, now);
   return {
     order: NEWEST_FIRST,
     keyOf: (view) => [view.invitedAtMs, view.id],
@@ -83,10 +93,10 @@ export function invitationViewList(sql: Sql, actor: Actor, options: InvitationLi
  * Those of `ids` that Query.invitations(includeInactive: true) lists to the actor, with their
  * referrers: the list's own filter and statement, narrowed to the ids. None for those who may list none.
  */
-export async function listedInvitationsWithIds(sql: Sql, actor: Actor, ids: number[], now = new Date()): Promise<InvitationView[]> {
+export async function listedInvitationsWithIds(app: AppContext, actor: Actor, ids: number[], now = new Date()): Promise<InvitationView[]> {
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0 || !mayUseInvitations(actor)) return [];
-  const list = invitationList(sql, actor, { includeInactive: true, withReferrers: true, order: NEWEST_FIRST, ids: rowIds }, now);
+  const list = invitationList(app.sql, actor, { includeInactive: true, withReferrers: true, order: NEWEST_FIRST, ids: rowIds }, now);
   return viewsOf(await list.read({ backward: false, limit: rowIds.length }), now);
 }
 

@@ -5,8 +5,8 @@ import { setImmediate } from 'node:timers/promises';
 import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
-import { badRequest } from '../errors.js';
-import { ROLE_CODES, isAdministrator } from '../users/roles.js';
+import { badRequest, InvitationFailedError, type InviteeError } from '../errors.js';
+import { ROLE, ROLE_CODES, isAdministrator } from '../users/roles.js';
 import { addressProblem, parseInviteeEmails, type AddressPolicy } from './addresses.js';
 import {
   assertChannelsInvitable,
@@ -21,7 +21,6 @@ import {
   assertDailyLimitKept,
   assertLicensesSuffice,
   countsForLimits,
-  invitationFailed,
   type LimitedOrganization,
   type LockedCounts,
 } from './limits.js';
@@ -46,7 +45,34 @@ export interface SendInvitationsRequest {
   welcomeMessageCustomText: string | undefined;
 }
 
-export type InviteeError = [email: string, reason: string, deactivated: boolean];
+/** What a door asks for: the reference's parameters, each optional one absent (or null) when not given. */
+export interface SendInvitationsInput {
+  inviteeEmails: string;
+  streamIds: number[];
+  groupIds?: number[] | null;
+  inviteAs?: number | null;
+  /** Absent: the server default; null: never expires. */
+  inviteExpiresInMinutes?: number | null;
+  includeRealmDefaultSubscriptions?: boolean | null;
+  notifyReferrerOnJoin?: boolean | null;
+  /** Absent or null: the organization's default applies at acceptance. */
+  welcomeMessageCustomText?: string | null;
+}
+
+/** The request with the reference's defaults for what the input leaves out. */
+export function sendInvitationsRequest(input: SendInvitationsInput): SendInvitationsRequest {
+  return {
+    inviteeEmails: input.inviteeEmails,
+    streamIds: input.streamIds,
+    groupIds: input.groupIds ?? [],
+    // An explicit null names no role: refused as an unknown one is (assertWellFormed).
+    inviteAs: input.inviteAs === undefined ? ROLE.MEMBER : (input.inviteAs ?? Number.NaN),
+    inviteExpiresInMinutes: input.inviteExpiresInMinutes,
+    includeRealmDefaultSubscriptions: input.includeRealmDefaultSubscriptions ?? false,
+    notifyReferrerOnJoin: input.notifyReferrerOnJoin ?? true,
+    welcomeMessageCustomText: input.welcomeMessageCustomText ?? undefined,
+  };
+}
 
 export type InvitingOrganization = AddressPolicy & LimitedOrganization & { name: string };
 
@@ -194,7 +220,7 @@ function decide(
   assertAccountOldEnough(actor, org, now);
   const skipped = skippedAddresses(addresses, locked);
   if (skipped.length === count) {
-    throw invitationFailed("We weren't able to invite anyone.", { errors: skipped });
+    throw new InvitationFailedError("We weren't able to invite anyone.", { errors: skipped });
   }
   return skipped;
 }
@@ -210,7 +236,7 @@ function skippedAddresses(addresses: ScreenedAddresses<ValidAddress>, locked: Lo
     else if (deactivated.has(emailKey)) skipped.push([email, 'Account has been deactivated.', true]);
   }
   if (addresses.invalid.length > 0) {
-    throw invitationFailed("Some emails did not validate, so we didn't send any invitations.", {
+    throw new InvitationFailedError("Some emails did not validate, so we didn't send any invitations.", {
       errors: [...addresses.invalid, ...skipped],
     });
   }

@@ -6,7 +6,14 @@ import type { Actor } from '../auth/authenticate.js';
 import { statementRows } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { lockedCountsSql, type LockedCounts } from './limits.js';
-import { lockedReads, planInvitations, type PlanRun, type SendInvitationsRequest, type ValidAddress } from './plan-invitations.js';
+import {
+  lockedReads,
+  planInvitations,
+  sendInvitationsRequest,
+  type PlanRun,
+  type SendInvitationsInput,
+  type ValidAddress,
+} from './plan-invitations.js';
 
 export interface AddressVerdict {
   email: string;
@@ -25,8 +32,8 @@ export interface InvitationPreview {
  * What sendInvitations would do with this request now: its refusal thrown as it would throw it, or
  * one verdict per parsed address, in the order given.
  */
-export async function previewInvitations(app: AppContext, actor: Actor, request: SendInvitationsRequest): Promise<InvitationPreview> {
-  const { emails, skipped } = await planInvitations(app, actor, request, previewRun(app));
+export async function previewInvitations(app: AppContext, actor: Actor, input: SendInvitationsInput): Promise<InvitationPreview> {
+  const { emails, skipped } = await planInvitations(app, actor, sendInvitationsRequest(input), previewRun(app));
   // Parsed addresses are distinct (parseInviteeEmails), so each has at most one refusal.
   const refusals = new Map(skipped.map(([email, reason, deactivated]) => [email, { reason, deactivated }]));
   const addresses = emails.map((email) => ({

@@ -5,7 +5,8 @@ import type { Actor } from '../auth/authenticate.js';
 import type { Config } from '../../config.js';
 import { insertInvitationEmails, invitationEmailParts, type InvitationEmailParts } from '../email/outbox.js';
 import { generateConfirmationKey } from './confirmation-key.js';
-import { invitationFailed, lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
+import { InvitationFailedError } from '../errors.js';
+import { lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
 import {
   isSystemBot,
@@ -14,6 +15,8 @@ import {
   type CheckedRequest,
   type PlanRun,
   type ScreenedAddresses,
+  sendInvitationsRequest,
+  type SendInvitationsInput,
   type SendInvitationsRequest,
   type ValidAddress,
 } from './plan-invitations.js';
@@ -24,18 +27,19 @@ import { namedStatementFamily, statementRows, type Sql } from '../../db/sql.js';
 import { Prisma } from '../../generated/prisma/client.js';
 import { toInvitationView, type InvitationView } from './status.js';
 
-export { MAX_WELCOME_MESSAGE_LENGTH, type SendInvitationsRequest } from './plan-invitations.js';
+export { MAX_WELCOME_MESSAGE_LENGTH, type SendInvitationsInput } from './plan-invitations.js';
 
 /**
  * Invites every address of the request, or throws the first refusal. When some addresses already
  * have accounts, the others are invited and committed, and INVITATION_FAILED is thrown afterwards
  * with `sent_invitations: true`, as the reference does.
  */
-export async function sendInvitations(app: AppContext, actor: Actor, request: SendInvitationsRequest): Promise<InvitationView[]> {
+export async function sendInvitations(app: AppContext, actor: Actor, input: SendInvitationsInput): Promise<InvitationView[]> {
+  const request = sendInvitationsRequest(input);
   const { skipped, stored } = await planInvitations(app, actor, request, sendingRun(app, actor, request));
   app.notifyOutbox();
   if (skipped.length > 0) {
-    throw invitationFailed(
+    throw new InvitationFailedError(
       "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!",
       { errors: skipped, sentInvitations: true },
     );

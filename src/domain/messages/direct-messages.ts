@@ -1,5 +1,5 @@
 // Direct messages: the system bots' messages to people, and the messages a user received.
-import type { DatabaseClient } from '../../db/database.js';
+import type { AppContext } from '../../app-context.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Transaction } from '../transaction.js';
 import { badRequest } from '../errors.js';
@@ -40,11 +40,11 @@ export async function sendDirectMessages(
 export const MAX_DIRECT_MESSAGES_LIMIT = 100;
 
 /** Direct messages the actor received, newest first. */
-export async function receivedDirectMessages(prisma: DatabaseClient, actor: Actor, limit: number): Promise<DirectMessageView[]> {
+export async function receivedDirectMessages(app: AppContext, actor: Actor, limit: number): Promise<DirectMessageView[]> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DIRECT_MESSAGES_LIMIT) {
     throw badRequest(`limit must be between 1 and ${MAX_DIRECT_MESSAGES_LIMIT}`);
   }
-  return prisma.message.findMany({
+  return app.prisma.message.findMany({
     where: { organizationId: actor.organizationId, channelId: null, recipients: { some: { userId: actor.id } } },
     orderBy: [{ dateSent: 'desc' }, { id: 'desc' }],
     take: limit,

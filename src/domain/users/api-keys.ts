@@ -3,8 +3,9 @@
 // POST /fetch_api_key can hand an account its current key (signin.md section 1) while a copy of
 // the database without the server_secret table reveals no key.
 import { createCipheriv, createDecipheriv, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../../app-context.js';
 import type { DatabaseClient } from '../../db/database.js';
-import type { AuthCache } from '../auth/auth-cache.js';
+import type { Actor } from '../auth/actor.js';
 import { serverSecret } from '../server-secrets.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -84,7 +85,9 @@ export async function unsealApiKey(
  * whose key predates sealing gets a new key here, once: its old one stops working, and the answer
  * waits until this process has heard that change's notification, as after a regeneration.
  */
-export async function currentApiKey(prisma: DatabaseClient, userId: number, authCache?: AuthCache): Promise<string> {
+export async function currentApiKey(app: Pick<AppContext, 'prisma' | 'authCache'>, actor: Actor): Promise<string> {
+  const { prisma, authCache } = app;
+  const userId = actor.id;
   for (;;) {
     const row = await prisma.user.findUniqueOrThrow({ where: { id: userId }, select: { apiKeyHash: true, apiKeySealed: true } });
     const apiKey = await unsealApiKey(prisma, row);

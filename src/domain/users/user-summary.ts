@@ -1,5 +1,7 @@
 // What lists show of a user beside what they list, and reading it for users of one organization.
-import { namedStatement, type Sql } from '../../db/sql.js';
+import type { AppContext } from '../../app-context.js';
+import { namedStatement } from '../../db/sql.js';
+import type { Actor } from '../auth/authenticate.js';
 import { distinctRowIds } from '../ids.js';
 
 /** What lists show of a user beside what they list (an invitation's referrer, an emoji's author). */
@@ -20,8 +22,44 @@ const ORGANIZATION_USER_SUMMARIES = namedStatement(
  * Those of `ids` that are users of the organization, by ascending id, deactivated ones too (lists show
  * them as referrers and authors); another organization's users name nothing.
  */
-export async function organizationUserSummaries(sql: Sql, organizationId: number, ids: number[]): Promise<UserSummary[]> {
+export async function organizationUserSummaries(app: AppContext, actor: Actor, ids: number[]): Promise<UserSummary[]> {
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0) return [];
-  return sql.rows<UserSummary>(ORGANIZATION_USER_SUMMARIES, [organizationId, rowIds]);
+  return app.sql.rows<UserSummary>(ORGANIZATION_USER_SUMMARIES, [actor.organizationId, rowIds]);
+}
+
+/** A user's channel or named group as their profile lists it. */
+export interface NamedMembership {
+  id: number;
+  name: string;
+}
+
+/** The channels each of `userIds` is subscribed to in the actor's organization, by name. */
+export async function subscribedChannelsOf(
+  app: AppContext,
+  actor: Actor,
+  userIds: readonly number[],
+): Promise<Map<number, (NamedMembership & { isDefault: boolean })[]>> {
+  const rows = await app.prisma.subscription.findMany({
+    where: { userId: { in: [...userIds] }, channel: { organizationId: actor.organizationId } },
+    select: { userId: true, channel: { select: { id: true, name: true, isDefault: true } } },
+    orderBy: { channel: { name: 'asc' } },
+  });
+  return groupedByUser(rows.map((row) => ({ userId: row.userId, membership: row.channel })));
+}
+
+/** The named groups each of `userIds` is a direct member of in the actor's organization, by name. */
+export async function directGroupsOf(app: AppContext, actor: Actor, userIds: readonly number[]): Promise<Map<number, NamedMembership[]>> {
+  const rows = await app.prisma.userGroupMember.findMany({
+    where: { userId: { in: [...userIds] }, group: { name: { not: null }, organizationId: actor.organizationId } },
+    select: { userId: true, group: { select: { id: true, name: true } } },
+    orderBy: { group: { name: 'asc' } },
+  });
+  return groupedByUser(rows.map((row) => ({ userId: row.userId, membership: { id: row.group.id, name: row.group.name! } })));
+}
+
+function groupedByUser<M>(rows: { userId: number; membership: M }[]): Map<number, M[]> {
+  const byUser = new Map<number, M[]>();
+  for (const { userId, membership } of rows) byUser.set(userId, [...(byUser.get(userId) ?? []), membership]);
+  return byUser;
 }

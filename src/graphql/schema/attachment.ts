@@ -85,7 +85,7 @@ builder.queryField('attachments', (t) =>
     type: AttachmentList,
     description: "Files uploaded by the authenticated user, and the whole organization's upload usage.",
     resolve: async (_root, _args, context) => {
-      const listing = await listOwnAttachmentsWithMessages(context.app.sql, actorOf(context));
+      const listing = await listOwnAttachmentsWithMessages(context.app, actorOf(context));
       return { ...listing, attachments: await wholeListWithinBudget(context, listing, ANSWER_BYTES_PER_FILE) };
     },
   }),
@@ -99,6 +99,6 @@ builder.objectField(Viewer, 'attachmentPage', (t) =>
     description:
       "The caller's own files, oldest first, a page at a time. Exactly one of `first` and `last`, between 1\nand 100. A cursor stays valid when its file is deleted.",
     args: pageArguments(t.arg),
-    resolve: (viewer, args, context) => domainQuery(() => connectionPage(ownAttachmentsWithMessagesList(context.app.sql, viewer), args)),
+    resolve: (viewer, args, context) => domainQuery(() => connectionPage(ownAttachmentsWithMessagesList(context.app, viewer), args)),
   }),
 );

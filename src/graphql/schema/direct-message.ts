@@ -22,6 +22,6 @@ builder.queryField('directMessages', (t) =>
     type: [DirectMessage],
     description: 'Direct messages the authenticated user received, newest first (for example from the\nnotification and welcome bots).',
     args: { limit: t.arg.int({ defaultValue: 20 }) },
-    resolve: (_root, args, context) => domainQuery(() => receivedDirectMessages(context.app.prisma, actorOf(context), args.limit ?? 20)),
+    resolve: (_root, args, context) => domainQuery(() => receivedDirectMessages(context.app, actorOf(context), args.limit ?? 20)),
   }),
 );

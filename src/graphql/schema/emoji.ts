@@ -43,7 +43,7 @@ builder.queryField('customEmoji', (t) =>
     description: "The organization's custom emoji; deactivated ones only when asked for.",
     args: { includeDeactivated: t.arg.boolean({ defaultValue: false }) },
     resolve: (_root, args, context) =>
-      listCustomEmoji(context.app.prisma, actorOf(context), { includeDeactivated: args.includeDeactivated ?? false }),
+      listCustomEmoji(context.app, actorOf(context), { includeDeactivated: args.includeDeactivated ?? false }),
   }),
 );
 
@@ -53,7 +53,7 @@ builder.mutationField('deactivateCustomEmoji', (t) =>
     description: 'Deactivate a custom emoji by name. Same rules as DELETE /api/v1/realm/emoji/{emoji_name}.',
     args: { emojiName: t.arg.string({ required: true }) },
     resolve: (_root, args, context): Promise<DeactivateCustomEmojiResultShape> =>
-      asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app.sql, actorOf(context), args.emojiName) })),
+      asResult(async () => ({ emoji: await deactivateCustomEmoji(context.app, actorOf(context), args.emojiName) })),
   }),
 );
 
@@ -71,7 +71,7 @@ builder.mutationField('addCustomEmoji', (t) =>
     args: { name: t.arg.string({ required: true }), file: t.arg({ type: 'File', required: true }) },
     resolve: (_root, args, context): Promise<{ emoji: CustomEmojiRecord; added: true } | ErrorShape> =>
       asResult(async () => ({
-        emoji: await addCustomEmoji(context.app, actorOf(context), args.name, incomingFile(args.file)),
+        emoji: await addCustomEmoji(context.app, actorOf(context), { name: args.name, file: incomingFile(args.file) }),
         added: true as const,
       })),
   }),

@@ -1,6 +1,12 @@
 // Expected failures of mutations come back as data: the domain error rendered as the contract's
 // error types, with the same message and code as the REST body.
-import { DomainError, type ErrorCode as DomainErrorCode, type RestOnlyErrorCode, type SubscriptionErrorCode } from '../../domain/errors.js';
+import {
+  DomainError,
+  InvitationFailedError as DomainInvitationFailedError,
+  type ErrorCode as DomainErrorCode,
+  type RestOnlyErrorCode,
+  type SubscriptionErrorCode,
+} from '../../domain/errors.js';
 import { createGraphQLError } from 'graphql-yoga';
 import { builder } from '../builder.js';
 
@@ -89,20 +95,14 @@ const isResultCode = (code: DomainError['code']): code is DomainErrorCode => !NO
 export function toErrorShape(error: DomainError): ErrorShape {
   // The REST-only codes (the events API's) and the subscriptions' (request errors) are no result's.
   const base = { message: error.message, code: isResultCode(error.code) ? error.code : 'BAD_REQUEST' };
-  if (error.code === 'INVITATION_FAILED') {
-    const data = error.data as {
-      errors: [string, string, boolean][];
-      sent_invitations: boolean;
-      daily_limit_reached: boolean;
-      license_limit_reached: boolean;
-    };
+  if (error instanceof DomainInvitationFailedError) {
     return {
       kind: 'InvitationFailedError',
       ...base,
-      errors: data.errors.map(([email, reason, deactivated]) => ({ email, reason, deactivated })),
-      sentInvitations: data.sent_invitations,
-      dailyLimitReached: data.daily_limit_reached,
-      licenseLimitReached: data.license_limit_reached,
+      errors: error.errors.map(([email, reason, deactivated]) => ({ email, reason, deactivated })),
+      sentInvitations: error.sentInvitations,
+      dailyLimitReached: error.dailyLimitReached,
+      licenseLimitReached: error.licenseLimitReached,
     };
   }
   return { kind: error.notFound ? 'NotFoundError' : 'BadRequestError', ...base };

@@ -37,7 +37,7 @@ builder.queryField('invitations', (t) =>
 /** Query.invitations' list (also what invitationsChanged delivers), with its referrers when asked for. */
 export const invitationsOf = (context: GraphQLContext, includeInactive: boolean, info: GraphQLResolveInfo) =>
   domainQuery(async () => {
-    const invitations = await listInvitations(context.app.sql, actorOf(context), {
+    const invitations = await listInvitations(context.app, actorOf(context), {
       includeInactive,
       withReferrers: selectsField(info, 'referrer'),
     });
@@ -72,7 +72,7 @@ builder.objectField(Viewer, 'invitationPage', (t) =>
     resolve: (viewer, { includeInactive, ...page }, context, info) =>
       domainQuery(() =>
         connectionPage(
-          invitationViewList(context.app.sql, viewer, {
+          invitationViewList(context.app, viewer, {
             includeInactive: includeInactive ?? false,
             withReferrers: connectionSelects(info, 'referrer'),
           }),

@@ -6,7 +6,7 @@ import {
   type AddressVerdict as AddressVerdictShape,
   type InvitationPreview as InvitationPreviewShape,
 } from '../../domain/invitations/preview-invitations.js';
-import { sendInvitations, type SendInvitationsRequest } from '../../domain/invitations/send-invitations.js';
+import { sendInvitations, type SendInvitationsInput as InvitationsToSend } from '../../domain/invitations/send-invitations.js';
 import { actorOf } from '../context.js';
 import { asResult, BadRequestError, InvitationFailedError } from './errors.js';
 import { unixSeconds, unixSecondsOfMs } from '../../domain/time.js';
@@ -100,20 +100,8 @@ export const SendInvitationsResult = builder.unionType('SendInvitationsResult', 
 
 type SendInvitationsInputShape = typeof SendInvitationsInput.$inferInput;
 
-/** The service's request for an input of sendInvitations (and of its preview). */
-function sendRequest(input: SendInvitationsInputShape): SendInvitationsRequest {
-  return {
-    inviteeEmails: input.inviteeEmails.join('\n'),
-    streamIds: input.streamIds,
-    groupIds: input.groupIds ?? [],
-    inviteAs: input.inviteAs ?? Number.NaN,
-    inviteExpiresInMinutes: input.inviteExpiresInMinutes,
-    includeRealmDefaultSubscriptions: input.includeRealmDefaultSubscriptions ?? false,
-    notifyReferrerOnJoin: input.notifyReferrerOnJoin ?? true,
-    // GraphQL null means "the organization's default", which is also what omitting it means.
-    welcomeMessageCustomText: input.welcomeMessageCustomText ?? undefined,
-  };
-}
+/** The service's input for sendInvitations (and its preview): the addresses as the REST parameter's text. */
+const sendInput = (input: SendInvitationsInputShape): InvitationsToSend => ({ ...input, inviteeEmails: input.inviteeEmails.join('\n') });
 
 builder.mutationField('sendInvitations', (t) =>
   t.field({
@@ -121,7 +109,7 @@ builder.mutationField('sendInvitations', (t) =>
     description: 'Invite people by e-mail address. Same rules, limits and messages as POST /api/v1/invites.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
     resolve: (_root, { input }, context) =>
-      asResult(async () => ({ invitations: await sendInvitations(context.app, actorOf(context), sendRequest(input)) })),
+      asResult(async () => ({ invitations: await sendInvitations(context.app, actorOf(context), sendInput(input)) })),
   }),
 );
 
@@ -157,6 +145,6 @@ builder.queryField('previewInvitations', (t) =>
     description:
       'What sendInvitations would do with this input now, without writing or sending anything: the same\nchecks in the same order. When sendInvitations would invite nobody, the answer is the error it would\ngive (BadRequestError, or InvitationFailedError with the same flags and per-address errors);\notherwise one verdict per address, in the order given.',
     args: { input: t.arg({ type: SendInvitationsInput, required: true }) },
-    resolve: (_root, { input }, context) => asResult(() => previewInvitations(context.app, actorOf(context), sendRequest(input))),
+    resolve: (_root, { input }, context) => asResult(() => previewInvitations(context.app, actorOf(context), sendInput(input))),
   }),
 );

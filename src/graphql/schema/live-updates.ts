@@ -85,7 +85,7 @@ const AttachmentChanged = builder.objectRef<LoggedEvent>('AttachmentChanged').im
       description: 'The file as Query.attachments lists it; null when it was REMOVED.',
       resolve: (event, _args, context) => {
         const { op, attachment } = attachmentChangeOf(event);
-        return op === 'remove' ? null : ownAttachmentWithMessages(context.app.sql, actorOf(context), attachment.id);
+        return op === 'remove' ? null : ownAttachmentWithMessages(context.app, actorOf(context), attachment.id);
       },
     }),
     uploadSpaceUsed: t.field({

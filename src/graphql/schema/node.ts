@@ -52,13 +52,13 @@ function nodeType<Shape extends { id: number }>(ref: ObjectRef<Types, Shape>, fi
 const channelShape = ({ id, name, isDefault }: ChannelShape): ChannelShape => ({ id, name, isDefault });
 
 // Query.attachments and Viewer.attachmentPage: the caller's own files.
-nodeType(Attachment, (context, ids) => ownAttachmentsWithMessagesWithIds(context.app.sql, actorOf(context), ids));
+nodeType(Attachment, (context, ids) => ownAttachmentsWithMessagesWithIds(context.app, actorOf(context), ids));
 
 // Query.invitations(includeInactive: true) and Viewer.invitationPage.
-nodeType(Invitation, (context, ids) => listedInvitationsWithIds(context.app.sql, actorOf(context), ids));
+nodeType(Invitation, (context, ids) => listedInvitationsWithIds(context.app, actorOf(context), ids));
 
 // Query.customEmoji(includeDeactivated: true).
-nodeType(CustomEmoji, (context, ids) => listCustomEmoji(context.app.prisma, actorOf(context), { includeDeactivated: true, ids }));
+nodeType(CustomEmoji, (context, ids) => listCustomEmoji(context.app, actorOf(context), { includeDeactivated: true, ids }));
 
 // Viewer.subscriptions and Query.invitableChannels.
 nodeType(Channel, async (context, ids) => {
@@ -81,4 +81,4 @@ nodeType(UserGroup, async (context, ids) => {
 });
 
 // Referrers, emoji authors and message senders: users of the caller's organization.
-nodeType(User, (context, ids) => organizationUserSummaries(context.app.sql, actorOf(context).organizationId, ids));
+nodeType(User, (context, ids) => organizationUserSummaries(context.app, actorOf(context), ids));

@@ -62,7 +62,7 @@ function refusalPage(error: unknown): Response {
 
 async function showForm(app: AppContext, c: Context): Promise<Response> {
   try {
-    return formPage(await formCsrf(c, app), await inspectInvitation(app.prisma, c.req.param('key')!));
+    return formPage(await formCsrf(c, app), await inspectInvitation(app, c.req.param('key')!));
   } catch (error) {
     return refusalPage(error);
   }
@@ -84,7 +84,7 @@ async function submitForm(app: AppContext, c: Context): Promise<Response> {
     // Name and password problems (400) come back on the form, unless the link itself is unusable: that gets its own page.
     if (!(error instanceof DomainError && error.status === 400)) return refusalPage(error);
     try {
-      return formPage(formCsrfToken(browser), await inspectInvitation(app.prisma, key), fullName, error.message);
+      return formPage(formCsrfToken(browser), await inspectInvitation(app, key), fullName, error.message);
     } catch (refusal) {
       return refusalPage(refusal);
     }

@@ -8,7 +8,7 @@ import type { Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppContext } from '../../app-context.js';
 import { classifyDatabaseError } from '../../db/outage-errors.js';
-import { beginSession, endSession, signOut } from '../../domain/auth/sessions.js';
+import { beginSession, signOut } from '../../domain/auth/sessions.js';
 import { signInWithPassword } from '../../domain/auth/sign-in.js';
 import { html, type HtmlFragment } from '../../domain/email/html.js';
 import { DomainError } from '../../domain/errors.js';
@@ -88,8 +88,7 @@ export async function beginBrowserSession(
   browser: FormBrowser,
   userId: number,
 ): Promise<{ cookies: string[]; csrfToken: string }> {
-  if (browser.sessionToken) await endSession(app.sql, browser.sessionToken);
-  const session = await beginSession(app.sql, userId);
+  const session = await beginSession(app, userId, browser.sessionToken);
   return { cookies: sessionCookies(browser.secure, session), csrfToken: session.csrfToken };
 }
 

@@ -10,7 +10,7 @@ import { pagedListResponse } from '../streamed-list.js';
 const PAGE_BYTES_PER_FILE = 2048;
 
 export const listAttachments: RestHandler = async ({ actor, params, app, log }) => {
-  const listing = await listOwnAttachments(app.sql, actor);
+  const listing = await listOwnAttachments(app, actor);
   return pagedListResponse({ app, log }, listing, {
     // The list's items are already in their answer's shape.
     key: 'attachments',

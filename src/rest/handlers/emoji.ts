@@ -8,12 +8,12 @@ import type { RestHandler } from '../request.js';
 
 /** Every custom emoji of the organization, deactivated ones included, keyed by id string. */
 export const listEmoji: RestHandler = async ({ actor, params, app }) => {
-  return successResponse({ emoji: await realmEmojiDicts(app.prisma, actor.organizationId) }, undeclaredParameters(params));
+  return successResponse({ emoji: await realmEmojiDicts(app, actor) }, undeclaredParameters(params));
 };
 
 /** The path parameter arrives percent-decoded (the dispatcher decodes it; `/` is allowed in it). */
 export const deactivateEmoji: RestHandler = async ({ actor, params, path, app }) => {
-  await deactivateCustomEmoji(app.sql, actor, path.emojiName!);
+  await deactivateCustomEmoji(app, actor, path.emojiName!);
   return successResponse({}, undeclaredParameters(params));
 };
 
@@ -29,6 +29,6 @@ export const addEmoji: RestHandler = async ({ actor, path, app, request }) => {
     (file) => receiveEmojiFile(app, file),
     async () => {},
   );
-  await addReceivedCustomEmoji(app, actor, name, received);
+  await addReceivedCustomEmoji(app, actor, { name, received });
   return successResponse();
 };

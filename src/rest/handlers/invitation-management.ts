@@ -27,7 +27,7 @@ const restShape = (i: ListedInvitation) => ({
 const PAGE_BYTES_PER_INVITATION = 1024;
 
 export const listInvitations: RestHandler = async ({ actor, app, log }) =>
-  pagedListResponse({ app, log }, await listPendingInvitations(app.sql, actor), {
+  pagedListResponse({ app, log }, await listPendingInvitations(app, actor), {
     key: 'invites',
     item: restShape,
     pageBytes: INVITATION_PAGE_SIZE * PAGE_BYTES_PER_INVITATION,

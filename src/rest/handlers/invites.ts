@@ -1,7 +1,7 @@
 // POST /api/v1/invites: the reference's parameters, parsed in its declaration order (alphabetical).
 import { assertMayUseInvitations } from '../../domain/invitations/invite-permissions.js';
 import { MAX_WELCOME_MESSAGE_LENGTH, sendInvitations as send } from '../../domain/invitations/send-invitations.js';
-import { ROLE, ROLE_CODES } from '../../domain/users/roles.js';
+import { ROLE_CODES } from '../../domain/users/roles.js';
 import { successResponse } from '../envelope.js';
 import { json, jsonBool, jsonInt, jsonList, jsonNullable, jsonOneOf, optional, parseParams, required, text } from '../params.js';
 import type { RestHandler } from '../request.js';
@@ -25,11 +25,11 @@ export const sendInvitations: RestHandler = async ({ actor, params, app }) => {
   await send(app, actor, {
     inviteeEmails: values.invitee_emails,
     streamIds: values.stream_ids,
-    groupIds: values.group_ids ?? [],
-    inviteAs: values.invite_as ?? ROLE.MEMBER,
+    groupIds: values.group_ids,
+    inviteAs: values.invite_as,
     inviteExpiresInMinutes: values.invite_expires_in_minutes,
-    includeRealmDefaultSubscriptions: values.include_realm_default_subscriptions ?? false,
-    notifyReferrerOnJoin: values.notify_referrer_on_join ?? true,
+    includeRealmDefaultSubscriptions: values.include_realm_default_subscriptions,
+    notifyReferrerOnJoin: values.notify_referrer_on_join,
     welcomeMessageCustomText: values.welcome_message_custom_text,
   });
   return successResponse({}, ignored);

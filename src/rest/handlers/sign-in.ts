@@ -17,7 +17,7 @@ export const fetchApiKey: PublicRestHandler = async ({ app, params, clientAddres
   });
   const { username, password, realm } = values;
   const actor = await signInWithPassword(app, { username, password, realm, clientAddress, rateLimits });
-  const apiKey = await currentApiKey(app.prisma, actor.id, app.authCache);
+  const apiKey = await currentApiKey(app, actor);
   return successResponse({ api_key: apiKey, email: actor.email, user_id: actor.id }, ignored);
 };
 
