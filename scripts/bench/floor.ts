@@ -18,8 +18,8 @@ import { preparedStatementsSetting, preparesStatements } from '../../src/db/prep
 import { encodeCursor } from '../../src/domain/connections.js';
 import { unixSecondsOfMs } from '../../src/domain/time.js';
 import { ROLE } from '../../src/domain/users/roles.js';
-import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
-import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
+import { ownAttachmentsListStatement } from '../../src/domain/attachments/statements.js';
+import { pendingInvitationsStatement } from '../../src/domain/invitations/statements.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
 // The bench leaves the backends of connections named "bench..." out of the database's memory.

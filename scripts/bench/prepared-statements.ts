@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
-import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
-import { pendingInvitationsStatement } from '../../src/domain/invitations/manage.js';
+import { ownAttachmentsListStatement } from '../../src/domain/attachments/statements.js';
+import { pendingInvitationsStatement } from '../../src/domain/invitations/statements.js';
 import { postgresCpuSince } from './load.js';
 
 const CLIENTS = 4;

@@ -18,9 +18,10 @@ const invitePermissionsLoader = (app: AppContext) =>
     cacheKeyFn: (actor) => actor.id,
   });
 
-const latestInvitationEmailLoader = (app: AppContext, actor: () => Actor) =>
+/** The ids are those of invitations already listed to the actor. */
+const latestInvitationEmailLoader = (app: AppContext) =>
   new DataLoader<number, EmailDelivery | null>(async (ids) => {
-    const byInvitation = await latestInvitationEmails(app, actor(), ids);
+    const byInvitation = await latestInvitationEmails(app, ids);
     return ids.map((id) => byInvitation.get(id) ?? null);
   });
 
@@ -58,7 +59,7 @@ export class Loaders {
     return (this.#invitePermissions ??= invitePermissionsLoader(this.app));
   }
   get latestInvitationEmail() {
-    return (this.#latestInvitationEmail ??= latestInvitationEmailLoader(this.app, this.actor));
+    return (this.#latestInvitationEmail ??= latestInvitationEmailLoader(this.app));
   }
   get userById() {
     return (this.#userById ??= userByIdLoader(this.app, this.actor));

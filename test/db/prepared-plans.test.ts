@@ -6,7 +6,7 @@
 // attachments from the (owner, organization, id) index, never a scan of the whole table.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ownAttachmentsListStatement } from '../../src/domain/attachments/attachments.js';
+import { ownAttachmentsListStatement } from '../../src/domain/attachments/statements.js';
 import { connectToTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 

@@ -9,7 +9,8 @@ import { badRequest } from '../errors.js';
 import type { Logger } from '../../logging.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
-import { idColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
+import { seekSql, type KeysetList, type Seek } from '../connections.js';
+import { ATTACHMENT_PAGE_SIZE, OWN_FILES_ORDER, ownAttachmentsStatement, ownFilesStatement } from './statements.js';
 import { insertEventSql, recordEvent } from '../events/log.js';
 import { unixSeconds } from '../time.js';
 
@@ -58,9 +59,6 @@ export interface OwnAttachments<A extends { id: number }> extends Paged<A> {
   uploadSpaceUsed: bigint;
   uploadQuota: bigint | null;
 }
-
-/** Files per statement: a few MiB of rows at most, and one statement for the lists people have. */
-export const ATTACHMENT_PAGE_SIZE = 2000;
 
 /** One row per file (or one row of nulls when there is none), the organization's columns on each. */
 interface OwnAttachmentRow {
@@ -149,9 +147,6 @@ const COUNT_OWN_FILES = namedStatement(
   'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2',
 );
 
-/** The caller's files by ascending id. */
-const OWN_FILES_ORDER: KeysetOrder = { name: 'attachment', columns: [idColumn()], descending: false };
-
 /** The caller's files read by keyset; each statement also gives the organization's columns. */
 function ownFiles<A extends { id: number }>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
   const read = async (seek: Seek) => {
@@ -168,21 +163,6 @@ function ownFiles<A extends { id: number }>(sql: Sql, actor: Actor, withMessages
   };
   return { read, list };
 }
-
-function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, seek: Seek) {
-  const parameters = new Parameters([actor.id, actor.organizationId]);
-  return { text: ownAttachmentsStatement(withMessages, seekSql(OWN_FILES_ORDER, seek, parameters)), values: parameters.values };
-}
-
-/**
- * The one statement of the first `limit` files (a whole list of up to a page, or a connection's first
- * page and its extra row): the bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
- */
-export const ownAttachmentsListStatement = (
-  actor: Pick<Actor, 'id' | 'organizationId'>,
-  withMessages: boolean,
-  limit = ATTACHMENT_PAGE_SIZE,
-) => ownFilesStatement(actor, withMessages, { backward: false, limit });
 
 async function ownAttachments<A extends { id: number }>(
   files: ReturnType<typeof ownFiles<A>>,
@@ -209,38 +189,6 @@ const withMessages = (row: OwnAttachmentRow): OwnAttachmentWithMessages => ({
   createTime: row.createTime,
   messages: row.messageIds.map((id, i) => ({ id, dateSent: row.messageTimes![i]! })),
 });
-
-// Rows with arrays, not JSON: building JSON made PostgreSQL's share of the request three times the
-// rows' (about 9 ms against 2-4 ms for 500 files), and the database shares the machine's cores with
-// the server. date_part (a float) rather than extract (a numeric) for the same reason; times are
-// whole milliseconds, so rounding makes them exact. A page ($1: the owner, $2: the organization, then
-// the seek's values) is chosen by id before the messages are joined.
-// The page is read from the (owner, organization, id) index whatever the statistics say. Ordered by id
-// alone, the primary key's order is the same, and PostgreSQL (assuming the owner's files spread evenly
-// over the ids) took it for an owner whose files all came after most of the table's: 222,000 other
-// rows filtered for the first page of 50 (25 ms against 0.1). Restating the owner and organization in
-// the ORDER BY leaves that index the only ordered path; the owner is matched with = ANY so that the
-// planner keeps that key (an = constant would make it redundant and drop it).
-const ownAttachmentsStatement = (withMessages: boolean, seek: ReturnType<typeof seekSql>) => `
-  SELECT o."uploadSpaceUsed"::text AS "uploadSpaceUsed", o."uploadQuotaGb", own.*
-    FROM organization o
-    LEFT JOIN LATERAL (
-      SELECT a.id, a.name, a."pathId", a.size::text AS size, floor(date_part('epoch', a."createTime")) AS "createTime",
-             ${
-               withMessages
-                 ? `coalesce(array_agg(m.id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') AS "messageIds",
-                    coalesce(array_agg(floor(date_part('epoch', m."dateSent")) ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') AS "messageTimes"`
-                 : `coalesce(array_agg(ma."messageId" ORDER BY ma."messageId") FILTER (WHERE ma."messageId" IS NOT NULL), '{}') AS "messageIds"`
-             }
-        FROM (SELECT * FROM attachment
-               WHERE "ownerId" = ANY(ARRAY[$1::int]) AND "organizationId" = o.id ${seek.where}
-               ORDER BY ${seek.orderBy('', ['"ownerId"', '"organizationId"'])} LIMIT ${seek.limit}) a
-        LEFT JOIN message_attachment ma ON ma."attachmentId" = a.id
-        ${withMessages ? 'LEFT JOIN message m ON m.id = ma."messageId"' : ''}
-       GROUP BY a.id, a.name, a."pathId", a.size, a."createTime"
-    ) own ON true
-   WHERE o.id = $2
-   ORDER BY ${seek.orderBy('own.')}`;
 
 /**
  * JSON.stringify cannot write a bigint. Byte counts are bigints in the database (one file, and an

@@ -15,17 +15,12 @@ export interface EmailDelivery {
 
 export const mayViewEmailDelivery = (actor: Actor) => isAdministrator(actor.role);
 
-/** The latest invitation e-mail of each invitation (resends queue new ones), in one query. */
-export async function latestInvitationEmails(
-  app: AppContext,
-  actor: Actor,
-  invitationIds: readonly number[],
-): Promise<Map<number, EmailDelivery>> {
+/** The latest invitation e-mail of each invitation (resends queue new ones), in one query; the ids are of invitations listed to the caller. */
+export async function latestInvitationEmails(app: AppContext, invitationIds: readonly number[]): Promise<Map<number, EmailDelivery>> {
   const rows = await app.prisma.$queryRaw<(EmailDelivery & { invitationId: number })[]>`
     SELECT DISTINCT ON ("invitationId") "invitationId", status::text AS status, attempts, "lastError", "createdAt" AS "queuedAt", "sentAt"
     FROM outbox_email
     WHERE kind = ${INVITATION_EMAIL} AND "invitationId" = ANY(${[...invitationIds]}::int[])
-      AND "organizationId" = ${actor.organizationId}
     ORDER BY "invitationId", "createdAt" DESC, id DESC`;
   return new Map(rows.map(({ invitationId, ...delivery }) => [invitationId, delivery]));
 }

@@ -2,7 +2,7 @@
 // referrer manages their own; administrators manage everyone's, except that invitations as
 // owner need an owner. Anything else, and other organizations' ids, are "No such invitation".
 import type { AppContext } from '../../app-context.js';
-import { namedStatementFamily, Parameters, type Sql } from '../../db/sql.js';
+import { namedStatementFamily, type Sql } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
 import { queueInvitationEmail } from '../email/outbox.js';
 import { DomainError } from '../errors.js';
@@ -15,12 +15,10 @@ import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationViewOfMs, toInvitationView, type InvitationView, type StoredInvitationStatus } from './status.js';
 import type { UserSummary } from '../users/user-summary.js';
 import type { Paged } from '../paging.js';
-import { idColumn, keysetPages, millisecondsColumn, seekSql, type KeysetList, type KeysetOrder, type Seek } from '../connections.js';
+import { keysetPages, type KeysetList } from '../connections.js';
+import { INVITATION_PAGE_SIZE, invitationListStatement, listFilter, NEWEST_FIRST, OLDEST_FIRST, type ListOptions } from './statements.js';
 
 const noSuchInvitation = () => new DomainError('No such invitation', { notFound: true });
-
-/** Invitations per statement when listing: a few MiB of rows at most. */
-export const INVITATION_PAGE_SIZE = 5000;
 
 /** The columns every list reads; times in milliseconds since the epoch, so no row builds a date it may not need. */
 interface ListedColumns {
@@ -139,11 +137,6 @@ function referrerOf(row: ListedColumns & ReferrerColumns, seen: Map<number, User
   return referrer;
 }
 
-const NEWEST_FIRST: KeysetOrder = { name: 'invitation', columns: [millisecondsColumn('"invitedAt"'), idColumn()], descending: true };
-const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: [idColumn()], descending: false };
-
-type ListOptions = { includeInactive: boolean; withReferrers?: boolean; withNotifyFlags?: boolean; order: KeysetOrder; ids?: number[] };
-
 /** The lists' statements: their texts vary only with the filter's kind (role, inactive ones, ids) and the page's bounds. */
 const INVITATION_PAGES = namedStatementFamily('invitations.page');
 const INVITATION_COUNTS = namedStatementFamily('invitations.count');
@@ -165,77 +158,6 @@ function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: 
       return row!.count;
     },
   };
-}
-
-/**
- * Administrators see the organization's invitations; others their own. Inactive ones only when asked
- * for; with `ids`, only those among them.
- */
-function listFilter(
-  actor: Pick<Actor, 'id' | 'organizationId' | 'role'>,
-  options: Pick<ListOptions, 'includeInactive' | 'ids'>,
-  now: Date,
-) {
-  const parameters = new Parameters();
-  const where = `"organizationId" = ${parameters.add(actor.organizationId)}
-    ${isAdministrator(actor.role) ? '' : `AND "referrerId" = ${parameters.add(actor.id)}`}
-    ${options.includeInactive ? '' : `AND status = 'PENDING' AND ("expiresAt" IS NULL OR "expiresAt" > ${parameters.add(now.toISOString())}::timestamp(3))`}
-    ${options.ids ? `AND id = ANY(${parameters.add(options.ids)}::int[])` : ''}`;
-  return { where, parameters };
-}
-
-/** A column of the listed rows: its name, and what selects it from `invitation`. */
-const listedColumn = (name: string, expression?: string) => ({
-  name,
-  select: expression === undefined ? name : `${expression} AS ${name}`,
-});
-const msOf = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
-const ALWAYS_LISTED = [
-  listedColumn('id'),
-  listedColumn('email'),
-  listedColumn('"referrerId"'),
-  listedColumn('"invitedAs"'),
-  listedColumn('"invitedAtMs"', msOf('"invitedAt"')),
-  listedColumn('"expiresAtMs"', msOf('"expiresAt"')),
-];
-const STATUS = listedColumn('status');
-const NOTIFY_FLAG = listedColumn('"notifyReferrerOnJoin"');
-
-/**
- * What a list reads, and no more (each column costs PostgreSQL and the driver per row): the status
- * only where inactive invitations are listed too, the notification flag only for REST.
- */
-const listedColumns = (options: Pick<ListOptions, 'includeInactive' | 'withNotifyFlags'>) => [
-  ...ALWAYS_LISTED,
-  ...(options.includeInactive ? [STATUS] : []),
-  ...(options.withNotifyFlags ? [NOTIFY_FLAG] : []),
-];
-
-/**
- * One statement for a page, each row with its referrer's columns when asked for: a second statement
- * for the referrers cost the server and PostgreSQL more than the join does.
- */
-function invitationListStatement({ where, parameters: filterParameters }: ReturnType<typeof listFilter>, seek: Seek, options: ListOptions) {
-  const parameters = filterParameters.copy();
-  const keyset = seekSql(options.order, seek, parameters);
-  const columns = listedColumns(options);
-  const page = (selected: string[]) =>
-    `SELECT ${selected.join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
-  if (!options.withReferrers) return { text: page(columns.map(({ select }) => select)), values: parameters.values };
-  // A join keeps no order: the page also selects its sort columns, for the outer ORDER BY.
-  const names = columns.map(({ name }) => name);
-  const sortColumns = options.order.columns.map(({ column }) => column).filter((column) => !names.includes(column));
-  const text = `SELECT ${names.map((name) => `listed.${name}`).join(', ')},
-           r.email AS "referrerEmail", r."fullName" AS "referrerFullName", r.role AS "referrerRole", r."isBot" AS "referrerIsBot"
-      FROM (${page([...columns.map(({ select }) => select), ...sortColumns])}) listed JOIN user_account r ON r.id = listed."referrerId"
-     ORDER BY ${keyset.orderBy('listed.')}`;
-  return { text, values: parameters.values };
-}
-
-/** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
-export function pendingInvitationsStatement(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) {
-  const options: ListOptions = { includeInactive: false, withReferrers: true, order: NEWEST_FIRST };
-  return invitationListStatement(listFilter(actor, options, now), { backward: false, limit: INVITATION_PAGE_SIZE }, options);
 }
 
 /** The pending invitation the actor may manage; the caller holds the organization's row lock. */

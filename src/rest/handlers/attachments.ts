@@ -1,6 +1,7 @@
 // GET /attachments and DELETE /attachments/{attachment_id}: the reference's shapes over the
 // attachments service.
-import { ATTACHMENT_PAGE_SIZE, deleteOwnAttachment, jsonInteger, listOwnAttachments } from '../../domain/attachments/attachments.js';
+import { deleteOwnAttachment, jsonInteger, listOwnAttachments } from '../../domain/attachments/attachments.js';
+import { ATTACHMENT_PAGE_SIZE } from '../../domain/attachments/statements.js';
 import { successResponse } from '../envelope.js';
 import { undeclaredParameters } from '../params.js';
 import type { RestHandler } from '../request.js';

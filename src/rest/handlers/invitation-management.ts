@@ -1,6 +1,6 @@
 // GET /invites, DELETE /invites/{id}, POST /invites/{id}/resend in the reference's shapes.
+import { INVITATION_PAGE_SIZE } from '../../domain/invitations/statements.js';
 import {
-  INVITATION_PAGE_SIZE,
   listPendingInvitations,
   type ListedInvitation,
   resendInvitation as resend,
