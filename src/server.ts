@@ -15,7 +15,7 @@ import { OutboxWorker, type OutboxOptions } from './domain/email/worker.js';
 import { FileSweeper } from './domain/uploads/file-sweeper.js';
 import { REQUEST_ARRIVAL_LIMIT_MS } from './domain/uploads/upload-file.js';
 import { prepareDataDir } from './data-dir.js';
-import { createApp } from './http/app.js';
+import { createApp, type HttpApp } from './http/app.js';
 import { DatabaseStatus } from './http/database-status.js';
 import { clientAddressOf } from './http/client-address.js';
 import { connectionOriginAllowed } from './http/cross-origin.js';
@@ -24,6 +24,7 @@ import { whileStarting } from './http/probes.js';
 import { logger as processLogger, type Logger } from './logging.js';
 import { metricsOnly } from './metrics/endpoint.js';
 import { createServerMetrics, instrumentServer } from './metrics/instrument.js';
+import type { ServerMetrics } from './metrics/metrics.js';
 import { jsonResponse } from './rest/envelope.js';
 import { StartupError } from './startup-error.js';
 
@@ -61,100 +62,208 @@ const STARTING = () =>
   });
 
 export async function startServer(config: Config, databaseOptions?: DatabaseOptions, options: ServerOptions = {}): Promise<RunningServer> {
-  let handle: Handler = (request) => whileStarting(request, STARTING);
-  let draining = false;
+  const front: Front = { handle: (request) => whileStarting(request, STARTING), draining: false };
   // The second argument carries the Node request (the client's address for the failed-login limit).
-  const server = await listen(config.host, config.port, 'PORT', (request, env) => handle(request, env));
-  const metrics = createServerMetrics(config, options.logger ?? processLogger);
+  const server = await listen(config.host, config.port, 'PORT', (request, env) => front.handle(request, env));
+  const log = options.logger ?? processLogger;
+  const metrics = createServerMetrics(config, log);
+  const { metricsServer, database } = await openMetricsPortAndDatabase(config, metrics, server, databaseOptions, options.log);
+  const tracing = await startTracingIfConfigured(config, database);
+  const { databaseStatus, unlessOutage } = watchDatabase(database, log);
+  const outbox = createOutbox(config, database, options.outbox, unlessOutage);
+  const app = await createContext(config, database, { logger: options.logger, metrics, outbox, unlessOutage });
+  finishSignOutsWhenAvailable(app, databaseStatus, unlessOutage);
+  const fileSweeper = createFileSweeper(config, app, database, unlessOutage);
+  const stopListening = await startNotificationListeners(app, database);
+  if (metrics) instrument(metrics, app, database, { outbox, fileSweeper });
+  const { http, graphql, secureRequest } = createApp(app, { draining: () => front.draining }, databaseStatus);
+  front.handle = (request, env) => http.fetch(request, env);
+  const closeWebSockets = serveWebSockets(config, server, app, { graphql, secureRequest, front });
+  outbox?.start();
+  fileSweeper?.start();
+  const parts = {
+    front,
+    server,
+    metricsServer,
+    app,
+    database,
+    databaseStatus,
+    outbox,
+    fileSweeper,
+    stopListening,
+    closeWebSockets,
+    tracing,
+  };
+  return runningServer(config, parts);
+}
+
+/** What the main port answers with: the starting answer until the application is ready; whether it is draining. */
+interface Front {
+  handle: Handler;
+  draining: boolean;
+}
+
+/** METRICS_PORT's listener, the data directory and the database (migrated); on failure both listeners close again. */
+async function openMetricsPortAndDatabase(
+  config: Config,
+  metrics: ServerMetrics | undefined,
+  server: Server,
+  databaseOptions: DatabaseOptions | undefined,
+  progress: ServerOptions['log'],
+): Promise<{ metricsServer: Server | undefined; database: Database }> {
   let metricsServer: Server | undefined;
-  let database: Database | undefined;
   try {
     if (metrics && config.metrics.port !== undefined)
       metricsServer = await listen(config.host, config.metrics.port, 'METRICS_PORT', metricsOnly(metrics, config.metrics.token));
     await prepareDataDir(config.dataDir);
-    database = await openDatabase(databaseOptions ?? databaseOptionsFor(config, 'server', options.log));
+    const database = await openDatabase(databaseOptions ?? databaseOptionsFor(config, 'server', progress));
+    return { metricsServer, database };
   } catch (error) {
     await closeServer(server);
     if (metricsServer) await closeServer(metricsServer);
     throw error;
   }
-  const log = options.logger ?? processLogger;
+}
+
+async function startTracingIfConfigured(config: Config, database: Database) {
   const tracing = config.tracing ? await startTracing() : undefined;
   tracing?.tracePool(database.pool);
-  // One view of the database for the whole process: requests and background work report to it.
+  return tracing;
+}
+
+/** Reports a background failure to the log unless it is the database's outage, which the status reports. */
+type UnlessOutage = (message: string) => (error: unknown) => void;
+
+/** One view of the database for the whole process: requests and background work report to it. */
+function watchDatabase(database: Database, log: Logger): { databaseStatus: DatabaseStatus; unlessOutage: UnlessOutage } {
   const databaseStatus = new DatabaseStatus(database.sql, log);
-  const unlessOutage = (message: string) => (error: unknown) =>
-    void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
+  const unlessOutage: UnlessOutage = (message) => (error) => void (databaseStatus.noteFailure(error) ?? log.warn({ err: error }, message));
   database.onIdleConnectionError((error) => databaseStatus.noteIdleConnectionLost(error));
-  const outbox =
-    options.outbox === false || !config.emailWorker
-      ? null
-      : new OutboxWorker(database.prisma, createMailTransport(config), {
-          passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
-          ...options.outbox,
-        });
-  const app = createServerContext({
+  return { databaseStatus, unlessOutage };
+}
+
+function createOutbox(
+  config: Config,
+  database: Database,
+  tuning: ServerOptions['outbox'],
+  unlessOutage: UnlessOutage,
+): OutboxWorker | null {
+  if (tuning === false || !config.emailWorker) return null;
+  return new OutboxWorker(database.prisma, createMailTransport(config), {
+    passFailed: unlessOutage('e-mail outbox: delivery pass failed'),
+    ...tuning,
+  });
+}
+
+interface ContextParts {
+  logger: Logger | undefined;
+  metrics: ServerMetrics | undefined;
+  outbox: OutboxWorker | null;
+  unlessOutage: UnlessOutage;
+}
+
+async function createContext(config: Config, database: Database, { logger, metrics, outbox, unlessOutage }: ContextParts) {
+  return createServerContext({
     config,
     prisma: database.prisma,
     sql: database.sql,
     storage: await openStorage(config),
-    log: options.logger,
+    log: logger,
     metrics,
     notifyOutbox: () => outbox?.wake(),
     eventReadFailed: unlessOutage('reading the event log failed'),
     endedSessions: await EndedSessions.open(join(config.dataDir, 'ended-sessions')),
   });
+}
+
+/** Sign-outs recorded while the database was unreachable end now, and whenever it is back. */
+function finishSignOutsWhenAvailable(app: ServerContext, databaseStatus: DatabaseStatus, unlessOutage: UnlessOutage): void {
   const finishSignOuts = () => app.endedSessions?.flush(app.sql).catch(unlessOutage('ending signed-out sessions failed'));
   databaseStatus.onAvailableAgain(finishSignOuts);
   void finishSignOuts();
+}
+
+function createFileSweeper(config: Config, app: ServerContext, database: Database, unlessOutage: UnlessOutage): FileSweeper | null {
   const sweepEvery = config.fileSweepMinutes * 60_000;
   const sweepFailed = unlessOutage('file sweep failed');
-  const fileSweeper = sweepEvery > 0 ? new FileSweeper(app, { intervalMs: sweepEvery, directUrl: database.directUrl, sweepFailed }) : null;
-  const { eventPolls, eventStreams } = app;
+  return sweepEvery > 0 ? new FileSweeper(app, { intervalMs: sweepEvery, directUrl: database.directUrl, sweepFailed }) : null;
+}
+
+/** The database's notifications reach the caches and the event queues; long polls are answered from then on. */
+async function startNotificationListeners(app: ServerContext, database: Database): Promise<() => Promise<void>> {
   const stopListening = await listenForNotifications(database.directUrl, notificationSubscribers(app));
-  eventPolls.start();
-  if (metrics) {
-    const events = { streams: eventStreams, polls: eventPolls };
-    instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter: app.rateLimiter, outbox, fileSweeper, events });
-  }
-  const { http, graphql, secureRequest } = createApp(app, { draining: () => draining }, databaseStatus);
-  handle = (request, env) => http.fetch(request, env);
+  app.eventPolls.start();
+  return stopListening;
+}
+
+function instrument(
+  metrics: ServerMetrics,
+  app: ServerContext,
+  database: Database,
+  workers: Pick<RunningServer, 'outbox' | 'fileSweeper'>,
+) {
+  const events = { streams: app.eventStreams, polls: app.eventPolls };
+  instrumentServer(metrics, { pool: database.pool, sql: database.sql, rateLimiter: app.rateLimiter, ...workers, events });
+}
+
+interface WebSocketParts {
+  graphql: HttpApp['graphql'];
+  secureRequest: HttpApp['secureRequest'];
+  front: Front;
+}
+
+/** GraphQL subscriptions over WebSocket on the main port, with the HTTP door's origin check, addresses and scheme. */
+function serveWebSockets(config: Config, server: Server, app: ServerContext, { graphql, secureRequest, front }: WebSocketParts) {
   const originAllowed = connectionOriginAllowed(config.allowedOrigins, () => config.serverUrl);
   const addressOf = clientAddressOf(config.trustedProxies);
-  const closeWebSockets = serveGraphQLOverWebSocket(server, app, graphql, {
+  return serveGraphQLOverWebSocket(server, app, graphql, {
     originAllowed: (origin, request) => originAllowed(origin, `http://${request.headers.host ?? config.host}${request.url ?? '/'}`),
     clientAddress: addressOf,
     secure: secureRequest,
-    draining: () => draining,
+    draining: () => front.draining,
   });
-  outbox?.start();
-  fileSweeper?.start();
+}
+
+/** Everything a running server closes, in closeInOrder's order. */
+interface RunningParts extends Omit<RunningServer, 'url' | 'metricsUrl' | 'close'> {
+  front: Front;
+  server: Server;
+  metricsServer: Server | undefined;
+  stopListening: () => Promise<void>;
+  closeWebSockets: () => Promise<void>;
+  tracing: Awaited<ReturnType<typeof startTracingIfConfigured>>;
+}
+
+function runningServer(config: Config, parts: RunningParts): RunningServer {
+  const { server, metricsServer, app, database, databaseStatus, outbox, fileSweeper } = parts;
   const { port } = server.address() as AddressInfo;
-  const opened = database;
   return {
     url: `http://${config.host}:${port}`,
     metricsUrl: metricsServer && `http://${config.host}:${(metricsServer.address() as AddressInfo).port}/metrics`,
     app,
-    database: opened,
+    database,
     databaseStatus,
     outbox,
     fileSweeper,
-    async close() {
-      // /readyz answers 503 on the connections still open while requests in flight finish.
-      draining = true;
-      // Waiting long polls are answered and subscriptions end at once: a drain never waits for one.
-      eventStreams.close();
-      await Promise.all([eventPolls.close(), closeWebSockets()]);
-      // The worker stops at once (its queued mail waits for the next process), not after the requests;
-      // so does the file sweep (a sweep in progress stops after its current batch).
-      await Promise.all([closeServer(server), outbox?.stop(), fileSweeper?.stop()]);
-      if (metricsServer) await closeServer(metricsServer);
-      await stopListening();
-      databaseStatus.stop();
-      await opened.close();
-      await tracing?.shutdown();
-    },
+    close: () => closeInOrder(parts),
   };
+}
+
+async function closeInOrder(parts: RunningParts): Promise<void> {
+  const { front, app, server, metricsServer, outbox, fileSweeper } = parts;
+  // /readyz answers 503 on the connections still open while requests in flight finish.
+  front.draining = true;
+  // Waiting long polls are answered and subscriptions end at once: a drain never waits for one.
+  app.eventStreams.close();
+  await Promise.all([app.eventPolls.close(), parts.closeWebSockets()]);
+  // The worker stops at once (its queued mail waits for the next process), not after the requests;
+  // so does the file sweep (a sweep in progress stops after its current batch).
+  await Promise.all([closeServer(server), outbox?.stop(), fileSweeper?.stop()]);
+  if (metricsServer) await closeServer(metricsServer);
+  await parts.stopListening();
+  parts.databaseStatus.stop();
+  await parts.database.close();
+  await parts.tracing?.shutdown();
 }
 
 /** Loaded only when configured: without an OTLP endpoint no OpenTelemetry module is loaded at all. */

@@ -1,4 +1,4 @@
-// Builds the GraphQL HTTP handler: the Pothos schema, bundled GraphiQL (no CDN), Basic auth, document
+// Builds the GraphQL HTTP handler: the Pothos schema, Basic auth and session cookies, document
 // limits, CSRF prevention, persisted documents (trusted and automatic), privately cacheable GET
 // answers, and the per-user rate limit: one request per operation (none for a dry run of
 // Query.rateLimit), one more for every mutation field past the first; extensions.cost on request.
@@ -12,7 +12,15 @@ import {
   type OperationDefinitionNode,
   type SelectionNode,
 } from 'graphql';
-import { createGraphQLError, createYoga, isAsyncIterable, maskError, type Plugin } from 'graphql-yoga';
+import {
+  createGraphQLError,
+  createYoga,
+  isAsyncIterable,
+  maskError,
+  type MaskError,
+  type Plugin,
+  type YogaServerOptions,
+} from 'graphql-yoga';
 import type { ServerContext } from '../server-context.js';
 import { authenticateRequest, authenticateSession, authenticateUncounted } from '../domain/auth/authenticate.js';
 import { RateLimitReport } from '../domain/auth/rate-limit.js';
@@ -36,34 +44,6 @@ import { requestError } from './schema/errors.js';
 import { DeferredLogLines, deferredLinesWritten, deferLines } from './replaced-errors.js';
 import { schema } from './schema/index.js';
 import { selectedFieldCount } from './selection.js';
-
-/** The document GraphiQL opens on: this API's own, run as whoever is signed in. */
-export const GRAPHIQL_EXAMPLE = `# The team chat administration API. Signed in (see the bar above), these run as you:
-# put the cursor in one and press Ctrl-Enter. A program sends
-# Authorization: Basic base64(email:api_key) instead (the Headers tab below).
-
-query Overview {
-  me { email fullName role }
-  attachments { uploadSpaceUsed attachments { name size createTime } }
-  invitableChannels { id name isDefault }
-}
-
-subscription EmojiChanges {
-  customEmojiChanged { change emoji { name deactivated author { email } } }
-}
-`;
-
-export const GRAPHIQL_OPTIONS = {
-  title: 'Team chat administration API',
-  defaultQuery: GRAPHIQL_EXAMPLE,
-  // A signed-in browser's cookie goes with every request (fetch and Server-Sent Events alike), and
-  // Yoga's CSRF header with every one the page sends.
-  credentials: 'same-origin',
-  additionalHeaders: { 'x-graphql-yoga-csrf': 'graphiql' },
-  // Empty, but open: where a program's Authorization header would go.
-  defaultEditorToolsVisibility: 'headers',
-  shouldPersistHeaders: true,
-};
 
 /** Any one of these headers marks a request a browser could only send after a CORS preflight. */
 export const CSRF_HEADERS = ['x-graphql-yoga-csrf', 'graphql-require-preflight'];
@@ -282,11 +262,32 @@ const serverContextOfRequest: Plugin<object, YogaServerContext> = {
   },
 };
 
+/** With GRAPHQL_TRUSTED_DOCUMENTS=only, administrators alone may run documents outside the list. */
+const anyDocumentAllowed = (trusted: ServerContext['config']['graphqlTrustedDocuments']) => (context: object) =>
+  !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
+
 export function createGraphQLHandler(app: ServerContext, database: DatabaseStatus) {
   const trusted = app.config.graphqlTrustedDocuments;
-  const mayRunAnyDocument = (context: object) => !trusted.only || isAdministrator(callerOf(context)?.role ?? 0);
-  const isAuthenticated = (context: object) => callerOf(context) != null;
+  const mayRunAnyDocument = anyDocumentAllowed(trusted);
   const yoga = createYoga<YogaServerContext, GraphQLContext>({
+    ...yogaSettings(app),
+    maskedErrors: { maskError: maskedError(database) },
+    plugins: yogaPlugins(app, mayRunAnyDocument),
+    context: ({ caller, answer, log, budget }) => newContext(app, caller, log, answer, budget),
+  });
+  const serve = servingWithContext(yoga);
+  return {
+    getEnveloped: yoga.getEnveloped,
+    /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
+    webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
+    /** `secure`: whether the request arrived over https, which names the session cookie. */
+    handle: httpRequestHandler(app, serve),
+  };
+}
+
+/** Yoga's settings that hold for every request; what depends on the request is in the plugins. */
+function yogaSettings(app: ServerContext): YogaServerOptions<YogaServerContext, GraphQLContext> {
+  return {
     schema,
     graphqlEndpoint: '/graphql',
     // The runtime's Response (under @hono/node-server, its lightweight one, which writes a string or
@@ -307,97 +308,101 @@ export function createGraphQLHandler(app: ServerContext, database: DatabaseStatu
     cors: false,
     // The limits depend on the caller: limitsPlugin caches parsing and validation per kind of caller.
     parserAndValidationCache: false,
-    // Unexpected errors stay masked; an unreachable database becomes a 503 with Retry-After.
-    maskedErrors: {
-      maskError(error, message, isDev) {
-        const original = (error as { originalError?: unknown }).originalError ?? error;
-        const lines = new DeferredLogLines();
-        const unavailable = database.noteFailure(original, lines);
-        if (unavailable) {
-          const replacement = createGraphQLError(unavailable, {
-            extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
-          });
-          deferLines(replacement, lines);
-          return replacement;
-        }
-        const masked = maskError(error, message, isDev);
-        if (masked !== error) {
-          lines.error({ err: original }, 'unexpected error');
-          deferLines(masked, lines);
-        }
-        return masked;
-      },
-    },
-    plugins: [
-      serverContextOfRequest,
-      // Outermost: its spans time each phase whole.
-      ...(tracing ? [graphqlTracing()] : []),
-      // First: it times and counts every execution, those the plugins below stop early included.
-      ...(app.metrics ? graphqlMetrics(app.metrics) : []),
-      deferredLinesWritten,
-      // Executes queries and mutations compiled (this API has no @defer or @stream).
-      ...compiledExecution(schema, app.log ?? logger),
-      subscriptionCancellation,
-      csrfPrevention(),
-      documentSizePlugin(app.config.graphqlLimits, isAuthenticated),
-      ...persistedDocumentsPlugins(trusted, mayRunAnyDocument, registrationCounter(app)),
-      limitsPlugin(app.config.graphqlLimits, isAuthenticated),
-      authPlugin(),
-      requestCountPlugin(app, app.config.graphqlLimits.mutationFields),
-      costExtension,
-    ],
-    context: ({ caller, answer, log, budget }) => newContext(app, caller, log, answer, budget),
-  });
-  // Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
-  // handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
-  // per request) to race the answer against a client that left: @hono/node-server already stops
-  // writing to a closed connection. Called without a context, which serverContextOfRequest gives it.
-  const handleRequest = yoga.handleRequest as (request: Request) => Promise<Response> | Response;
-  /** A request that ended before its operation ran (an invalid or refused document) counts all the same. */
-  const countUnexecuted = async (caller: Caller, clientAddress: string, budget: RequestBudget): Promise<Response | null> => {
-    if (!caller.actor || budget.counted) return null;
-    budget.counted = true;
-    try {
-      await app.rateLimiter.hit(caller.actor.id, 1, clientAddress, budget.rateLimits);
-      return null;
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      const body = { errors: [{ message: error.message, extensions: { code: error.code, ...error.data } }] };
-      const headers = { 'Content-Type': 'application/json', ...error.headers };
-      return new Response(JSON.stringify(body), { status: error.status, headers });
-    }
   };
-  const serve = (request: Request, context: YogaServerContext) => {
+}
+
+/** Unexpected errors stay masked; an unreachable database becomes a 503 with Retry-After. */
+function maskedError(database: DatabaseStatus): MaskError {
+  return (error, message, isDev) => {
+    const original = (error as { originalError?: unknown }).originalError ?? error;
+    const lines = new DeferredLogLines();
+    const unavailable = database.noteFailure(original, lines);
+    if (unavailable) {
+      const replacement = createGraphQLError(unavailable, {
+        extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
+      });
+      deferLines(replacement, lines);
+      return replacement;
+    }
+    const masked = maskError(error, message, isDev);
+    if (masked !== error) {
+      lines.error({ err: original }, 'unexpected error');
+      deferLines(masked, lines);
+    }
+    return masked;
+  };
+}
+
+/** The plugins in the order they wrap each request. */
+function yogaPlugins(app: ServerContext, mayRunAnyDocument: (context: object) => boolean) {
+  const isAuthenticated = (context: object) => callerOf(context) != null;
+  return [
+    serverContextOfRequest,
+    // Outermost: its spans time each phase whole.
+    ...(tracing ? [graphqlTracing()] : []),
+    // First: it times and counts every execution, those the plugins below stop early included.
+    ...(app.metrics ? graphqlMetrics(app.metrics) : []),
+    deferredLinesWritten,
+    // Executes queries and mutations compiled (this API has no @defer or @stream).
+    ...compiledExecution(schema, app.log ?? logger),
+    subscriptionCancellation,
+    csrfPrevention(),
+    documentSizePlugin(app.config.graphqlLimits, isAuthenticated),
+    ...persistedDocumentsPlugins(app.config.graphqlTrustedDocuments, mayRunAnyDocument, registrationCounter(app)),
+    limitsPlugin(app.config.graphqlLimits, isAuthenticated),
+    authPlugin(),
+    requestCountPlugin(app, app.config.graphqlLimits.mutationFields),
+    costExtension,
+  ];
+}
+
+type ServeRequest = (request: Request, context: YogaServerContext) => Promise<Response> | Response;
+
+/**
+ * Taken once: each property read of Yoga's server adapter (a Proxy) binds its function anew. Its
+ * handleRequest rather than its fetch, which reads the request's abort signal (an AbortController
+ * per request) to race the answer against a client that left: @hono/node-server already stops
+ * writing to a closed connection. Called without a context, which serverContextOfRequest gives it.
+ */
+function servingWithContext(yoga: { handleRequest: unknown }): ServeRequest {
+  const handleRequest = yoga.handleRequest as (request: Request) => Promise<Response> | Response;
+  return (request, context) => {
     serverContexts.set(request, context);
     return handleRequest(request);
   };
-  return {
-    getEnveloped: yoga.getEnveloped,
-    /** The document a WebSocket message names, or its refusal (HTTP requests: the plugins). */
-    webSocketDocument: (caller: Caller, message: WebSocketDocument) => webSocketDocument(trusted, mayRunAnyDocument({ caller }), message),
-    /** `secure`: whether the request arrived over https, which names the session cookie. */
-    async handle(
-      request: Request,
-      {
-        clientAddress,
-        log,
-        answer,
-        rateLimits = new RateLimitReport(),
-      }: Omit<YogaServerContext, 'caller' | 'budget'> & {
-        rateLimits?: RateLimitReport;
-      },
-      secure: boolean,
-    ): Promise<Response> {
-      if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
-      const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, secure) };
-      const caller = await identifyCaller(app, offered, clientAddress, false, rateLimits);
-      const maxCost = app.config.graphqlLimits[caller.actor ? 'authenticated' : 'anonymous'].cost;
-      const budget: RequestBudget = { rateLimits, counted: false, cost: null, maxCost };
-      const served = await serve(request, { caller, clientAddress, log, answer, budget });
-      const response = (await countUnexecuted(caller, clientAddress, budget)) ?? served;
-      return request.method === 'GET' ? privatelyCacheable(request, response) : response;
-    },
+}
+
+/** What the HTTP door knows of a request before its caller is identified. */
+type HttpRequestScope = Omit<YogaServerContext, 'caller' | 'budget'> & { rateLimits?: RateLimitReport };
+
+/** An HTTP request: its caller identified (not yet counted), served, then counted if no operation ran. */
+function httpRequestHandler(app: ServerContext, serve: ServeRequest) {
+  return async (request: Request, scope: HttpRequestScope, secure: boolean): Promise<Response> => {
+    const { clientAddress, log, answer, rateLimits = new RateLimitReport() } = scope;
+    if (request.method === 'OPTIONS') return serve(request, { caller: anonymousCaller(), clientAddress, log });
+    const offered = { authorization: request.headers.get('authorization'), sessionToken: sessionTokenOf(request, secure) };
+    const caller = await identifyCaller(app, offered, clientAddress, false, rateLimits);
+    const maxCost = app.config.graphqlLimits[caller.actor ? 'authenticated' : 'anonymous'].cost;
+    const budget: RequestBudget = { rateLimits, counted: false, cost: null, maxCost };
+    const served = await serve(request, { caller, clientAddress, log, answer, budget });
+    const response = (await countUnexecuted(app, caller, clientAddress, budget)) ?? served;
+    return request.method === 'GET' ? privatelyCacheable(request, response) : response;
   };
+}
+
+/** A request that ended before its operation ran (an invalid or refused document) counts all the same. */
+async function countUnexecuted(app: ServerContext, caller: Caller, clientAddress: string, budget: RequestBudget): Promise<Response | null> {
+  if (!caller.actor || budget.counted) return null;
+  budget.counted = true;
+  try {
+    await app.rateLimiter.hit(caller.actor.id, 1, clientAddress, budget.rateLimits);
+    return null;
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const body = { errors: [{ message: error.message, extensions: { code: error.code, ...error.data } }] };
+    const headers = { 'Content-Type': 'application/json', ...error.headers };
+    return new Response(JSON.stringify(body), { status: error.status, headers });
+  }
 }
 
 export type GraphQLHandler = ReturnType<typeof createGraphQLHandler>;
