@@ -119,18 +119,21 @@ test('2,000 subscribes back to back on one WebSocket: 100 live, the rest refused
 });
 
 /**
- * Holds every admission until `count` have arrived, then lets them all go in one moment: a cap whose
- * count were taken after an await would let them all pass its check.
+ * Holds every subscription until `count` have arrived, then lets them all go in one moment: a cap
+ * whose count were taken after an await would let them all pass its check.
  */
 function admitTogether(count: number): void {
   let arrived = 0;
   let release = () => {};
   const together = new Promise<void>((resolve) => (release = resolve));
-  server.app.eventStreams!.holdAdmission = () => {
+  const streams = server.app.eventStreams!;
+  const follow = streams.follow;
+  streams.follow = async (...request) => {
     if (++arrived === count) release();
-    return together;
+    await together;
+    return follow.apply(streams, request);
   };
-  closers.push(async () => void (server.app.eventStreams!.holdAdmission = undefined));
+  closers.push(async () => void (streams.follow = follow));
 }
 
 test.each(['ws', 'sse'] as const)('150 connections of one user admitted at once over %s: 100 live, the rest refused', async (transport) => {

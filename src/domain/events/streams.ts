@@ -222,11 +222,6 @@ export class EventStreams {
   private closing = false;
 
   private readonly credentialWatch: CredentialWatch;
-  /**
-   * For tests: awaited before each admission, so that requests which reach the server apart are
-   * admitted in one moment (the caps must hold even then). Unset, admission awaits nothing first.
-   */
-  holdAdmission: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly app: AppContext,
@@ -241,7 +236,6 @@ export class EventStreams {
    */
   async follow(actor: Actor, credentials: HeldCredentials, request: StreamRequest): Promise<AsyncIterableIterator<StreamItem>> {
     const after = request.after === null ? null : cursorPosition(request.after);
-    if (this.holdAdmission) await this.holdAdmission();
     const stream = this.admit(actor, request.types);
     freedOnAbort(stream, request.signal);
     // Listening before the log is read: an event committed in between is read or heard of (or both: skipped once).

@@ -156,7 +156,7 @@ async function submitLogin(app: AppContext, c: Context): Promise<Response> {
 
 async function submitLogout(app: AppContext, database: DatabaseState, c: Context): Promise<Response> {
   const secure = secureRequest(c);
-  const checked = database.down ? await checkedWithoutDatabase(c) : await checkedWithDatabase(app, c);
+  const checked = await checkedSignOut(app, database, c);
   if (checked instanceof Response) return checked;
   // Only a session that exists (its CSRF token checked) ends: a made-up cookie's form ends nothing.
   // Without the database, the session the cookie names is ended on disk (signOut) until it answers.
@@ -164,30 +164,32 @@ async function submitLogout(app: AppContext, database: DatabaseState, c: Context
   return redirect(LOGIN_PATH, endedSessionCookies(secure));
 }
 
-/** A sign-out's form checked against the sessions that exist; without the database, as below. */
-async function checkedWithDatabase(app: AppContext, c: Context): Promise<{ sessionToken?: string } | Response> {
-  const checked = await checkedForm(c, app).catch(whenUnavailable(() => checkedWithoutDatabase(c)));
-  return checked instanceof Response || !('browser' in checked) ? checked : { sessionToken: checked.browser.sessionToken };
+/**
+ * A sign-out's form checked against the sessions that exist, or, while the database cannot say
+ * whether its session exists (known down, or failing now), against the cookie alone.
+ */
+async function checkedSignOut(app: AppContext, database: DatabaseState, c: Context): Promise<{ sessionToken?: string } | Response> {
+  if (!database.down) {
+    try {
+      const checked = await checkedForm(c, app);
+      return checked instanceof Response || !('browser' in checked) ? checked : { sessionToken: checked.browser.sessionToken };
+    } catch (error) {
+      if (classifyDatabaseError(error) === null) throw error;
+    }
+  }
+  return checkedAgainstCookie(c);
 }
 
 /**
- * A sign-out's form checked while the database cannot say whether its session exists: the token
- * must be the one the cookie's session would have (a made-up session's end on disk costs nothing).
+ * The token must be the one the cookie's session would have (a made-up session's end on disk costs
+ * nothing).
  */
-async function checkedWithoutDatabase(c: Context): Promise<{ sessionToken?: string } | Response> {
+async function checkedAgainstCookie(c: Context): Promise<{ sessionToken?: string } | Response> {
   const fields = await formFields(c);
   const sessionToken = sessionTokenOf(c.req.raw, secureRequest(c));
   const refused = sessionToken ? csrfFailure(fields[CSRF_FIELD], sessionToken) : null;
   return refused ? csrfRefusal(refused) : { sessionToken };
 }
-
-/** Runs `fallback` instead when `error` is the database's unavailability; rethrows anything else. */
-const whenUnavailable =
-  <T>(fallback: () => Promise<T>) =>
-  (error: unknown): Promise<T> => {
-    if (classifyDatabaseError(error) === null) throw error;
-    return fallback();
-  };
 
 const postOnly = () => {
   const response = errorPage('Method not allowed', 'Sign out with the form’s button (POST).', 405);
