@@ -74,9 +74,6 @@ export async function machineFacts(externalUrl: string | undefined) {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
-// Results written before the column existed have no figure.
-const cpu = (round: Round) => (round.cpuMsPerRequest === undefined ? 'n/a' : fixed(round.cpuMsPerRequest, 2));
-const postgresCpu = (round: Round) => (round.postgresCpuMsPerRequest === undefined ? 'n/a' : fixed(round.postgresCpuMsPerRequest, 2));
 
 /** The median of some figures (of an even number, the lower of the two middle ones). */
 const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
@@ -84,21 +81,38 @@ const spread = (values: number[] | undefined) =>
   values?.length ? `${fixed(Math.min(...values), 2)}-${fixed(Math.max(...values), 2)}` : 'n/a';
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? 'n/a' : fixed(a / b, 2));
 
-/** Each process's CPU per request, and PostgreSQL's under each (the median rounds). */
+type Side = keyof CpuRounds;
+const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared' } as const;
+
+/**
+ * A side's CPU ms per request (its own, or PostgreSQL's under it): the median of its rounds' figures,
+ * or the median round's where the rounds' figures were not kept; undefined for a side not measured.
+ */
+function cpuMedian(s: ScenarioResult, side: Side, of: 'own' | 'postgres'): number | undefined {
+  const rounds = (of === 'own' ? s.cpuRounds : s.postgresCpuRounds)?.[side];
+  if (rounds?.length) return medianOf(rounds);
+  const round = s[side];
+  return of === 'own' ? round?.cpuMsPerRequest : round?.postgresCpuMsPerRequest;
+}
+
+// Results written before a figure existed, and sides not measured, have none.
+const ms = (value: number | undefined) => (value === undefined ? '-' : fixed(value, 2));
+
+/** Each process's CPU per request, and PostgreSQL's under each (the medians of each side's rounds). */
 function cpuTable(scenarios: ScenarioResult[]): string[] {
   const lines = [
     '',
-    "CPU ms per request (user + system, from /proc): the server's and the floor's own process, and PostgreSQL's processes " +
-      '(its cluster only) under each; the unprepared server is the same build with DATABASE_PREPARED_STATEMENTS=off, ' +
-      'on the scenarios with a prepared target:',
+    "CPU ms per request (user + system, from /proc; the medians of each side's rounds): the server's and the floor's own " +
+      "process, and PostgreSQL's processes (its cluster only) under each; the unprepared server is the same build with " +
+      'DATABASE_PREPARED_STATEMENTS=off, on the scenarios with a prepared target:',
     '',
     '| Scenario | server | floor | server / floor | PostgreSQL under server | under unprepared server | under floor |',
     '|---|---:|---:|---:|---:|---:|---:|',
   ];
   for (const s of scenarios) {
-    const own = `${cpu(s.real)} | ${cpu(s.floor)} | ${ratio(s.real.cpuMsPerRequest, s.floor.cpuMsPerRequest)}`;
-    const unprepared = s.unprepared ? postgresCpu(s.unprepared) : '-';
-    lines.push(`| ${s.name} | ${own} | ${postgresCpu(s.real)} | ${unprepared} | ${postgresCpu(s.floor)} |`);
+    const [server, floor] = [cpuMedian(s, SIDES.real, 'own'), cpuMedian(s, SIDES.floor, 'own')];
+    const postgres = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => ms(cpuMedian(s, side, 'postgres')));
+    lines.push(`| ${s.name} | ${ms(server)} | ${ms(floor)} | ${ratio(server, floor)} | ${postgres.join(' | ')} |`);
   }
   return lines;
 }
@@ -117,10 +131,9 @@ interface PreparedTargetResult {
  */
 function preparedTargets(scenarios: ScenarioResult[]): PreparedTargetResult[] {
   return scenarios.flatMap((s) => {
-    const [postgres, own] = [s.postgresCpuRounds, s.cpuRounds];
-    if (s.preparedTarget === undefined || !postgres?.unprepared?.length || !own?.unprepared?.length) return [];
-    const [prepared, unprepared] = [medianOf(postgres.real), medianOf(postgres.unprepared)];
-    const server = { prepared: medianOf(own.real), unprepared: medianOf(own.unprepared) };
+    if (s.preparedTarget === undefined || !s.postgresCpuRounds?.unprepared?.length || !s.cpuRounds?.unprepared?.length) return [];
+    const [prepared, unprepared] = [cpuMedian(s, SIDES.real, 'postgres')!, cpuMedian(s, SIDES.unprepared, 'postgres')!];
+    const server = { prepared: cpuMedian(s, SIDES.real, 'own')!, unprepared: cpuMedian(s, SIDES.unprepared, 'own')! };
     return [
       {
         name: s.name,
@@ -163,23 +176,20 @@ function preparedTargetsTable(scenarios: ScenarioResult[]): string[] {
 }
 
 /** List requests one PostgreSQL core can serve a second: 1000 / PostgreSQL's CPU ms per request. */
-const perCore = (ms: number | undefined) => (ms ? fixed(1000 / ms, 0) : 'n/a');
+const perCore = (ms: number | undefined) => (ms === undefined ? '-' : ms > 0 ? fixed(1000 / ms, 0) : 'n/a');
 
 function fleetTable(lists: ScenarioResult[]): string[] {
   const lines = [
     '',
-    "Fleet projection: list requests one PostgreSQL core can serve a second (1000 / PostgreSQL's CPU ms per request), " +
+    "Fleet projection: list requests one PostgreSQL core can serve a second (1000 / PostgreSQL's median CPU ms per request), " +
       'whatever the number of server processes in front of it; the statement alone is the list with no server at all:',
     '',
     '| Scenario | server | unprepared server | floor | statement alone |',
     '|---|---:|---:|---:|---:|',
   ];
   for (const s of lists) {
-    const unprepared = s.unprepared ? perCore(s.unprepared.postgresCpuMsPerRequest) : '-';
-    const floor = perCore(s.floor.postgresCpuMsPerRequest);
-    lines.push(
-      `| ${s.name} | ${perCore(s.real.postgresCpuMsPerRequest)} | ${unprepared} | ${floor} | ${perCore(s.databaseAlonePostgresCpuMs)} |`,
-    );
+    const sides = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => perCore(cpuMedian(s, side, 'postgres')));
+    lines.push(`| ${s.name} | ${sides.join(' | ')} | ${perCore(s.databaseAlonePostgresCpuMs)} |`);
   }
   return lines;
 }
