@@ -1,7 +1,7 @@
 // Compares builds of the server with each other and with the floor on one kind of request, as the
 // changes are measured: each process started side by side on the bench's data, rounds
 // alternating under autocannon (8 connections), CPU per request read from /proc for each process and
-// for PostgreSQL's processes apart (on two shared cores both count in the throughput).
+// for PostgreSQL's processes (its cluster's) apart (on two shared cores both count in the throughput).
 //   DATABASE_URL=... npx tsx scripts/bench/compare-builds.ts setup
 //     once: a database beside DATABASE_URL's with the bench's main organization and 100 pending invitations
 //   npx tsx scripts/bench/compare-builds.ts <kind> <seconds> <rounds> <target>...
@@ -25,7 +25,7 @@ import {
   insertListedInvitations,
   INVITATIONS_QUERY,
 } from './organization.js';
-import { cpuMsOf, postgresCpuSince } from './load.js';
+import { cpuMsOf, postgresCpuSince, postmasterOf } from './load.js';
 import { cliCommand, FLOOR_COMMAND, realServerCommand, startProcess, THROUGHPUT_ENV, type BenchProcess } from './processes.js';
 
 const STATE = 'bench/compare-organization.json';
@@ -65,6 +65,12 @@ async function setup(): Promise<void> {
 
 type Request = { method: 'GET' | 'POST' | 'DELETE'; path: string; headers: Record<string, string>; body?: string };
 
+/**
+ * Requests made so far, across rounds: emoji names run on from round to round, so a deactivation the
+ * previous round left in flight, which lands after the reset, is never one this round asks for (a 404).
+ */
+let count = 0;
+
 /** The request of a kind; the writes' vary per request (emoji names, new addresses). */
 function requestOf(kind: string, org: Organization): { fixed?: Request; next?: () => Request } {
   const headers = { authorization: org.authorization };
@@ -76,7 +82,6 @@ function requestOf(kind: string, org: Organization): { fixed?: Request; next?: (
       body: JSON.stringify({ query }),
     },
   });
-  let count = 0;
   const invite = (addresses: number) => (): Request => {
     const batch = `${Date.now()}-${count++}`;
     const emails = Array.from({ length: addresses }, (_, k) => `${INVITED_PREFIX}${batch}-${k}@invitees.example`).join(',');
@@ -140,11 +145,12 @@ async function round(
   org: Organization,
   db: pg.Pool,
   seconds: number,
+  postmaster: number | undefined,
 ): Promise<{ rate: number; cpu: number; database: number }> {
   if (kind === 'emoji') await db.query('UPDATE custom_emoji SET deactivated = false WHERE "organizationId" = $1 AND deactivated', [org.id]);
   if (kind.startsWith('invite')) await removeInvitesMade(db, org);
   const { fixed, next } = requestOf(kind, org);
-  const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuSince() };
+  const before = { own: cpuMsOf(target.process.child.pid!), database: postgresCpuSince(postmaster) };
   const result = await autocannon({
     url: target.process.url,
     connections: 8,
@@ -168,12 +174,13 @@ async function compare(kind: string, seconds: number, rounds: number, names: str
   const db = new pg.Pool({ connectionString: org.databaseUrl, max: 1 });
   const targets: Target[] = [];
   try {
+    const postmaster = await postmasterOf(db);
     for (const name of names) targets.push(await start(name, org));
     if (kind === 'inv') await removeInvitesMade(db, org);
-    for (const target of targets) await round(target, kind, org, db, WARM_UP_SECONDS);
+    for (const target of targets) await round(target, kind, org, db, WARM_UP_SECONDS, postmaster);
     for (let i = 0; i < rounds; i++) {
       for (const target of targets) {
-        const { rate, cpu, database } = await round(target, kind, org, db, seconds);
+        const { rate, cpu, database } = await round(target, kind, org, db, seconds, postmaster);
         target.rates.push(rate);
         target.cpu.push(cpu);
         target.database.push(database);

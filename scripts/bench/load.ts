@@ -3,6 +3,7 @@
 // server agreed on before the load; the rows the round wrote are summarized for comparison.
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import type pg from 'pg';
 import { processIds, procStat, type BenchProcess } from './processes.js';
 import { violation } from './violations.js';
 
@@ -62,7 +63,7 @@ export interface Round {
    * sensitive than the rates to other work on a shared machine.
    */
   cpuMsPerRequest: number;
-  /** PostgreSQL's CPU time (every postgres process of the machine, postgresCpuSince) per answered request over the round. */
+  /** PostgreSQL's CPU time (the cluster's processes, postgresCpuSince) per answered request over the round. */
   postgresCpuMsPerRequest: number;
   /** Non-2xx answers, connection errors and timeouts (not counted in requests): reported, never hidden. */
   failed: number;
@@ -84,14 +85,29 @@ const MISMATCH_SAMPLES = 3;
 /** CPU time (user + system) a process has used so far, in milliseconds; 0 once it has gone. */
 export const cpuMsOf = (pid: number): number => procStat(pid)?.cpuMs ?? 0;
 
-/** CPU time each PostgreSQL process of the machine has used so far, in milliseconds. */
-function postgresCpuByProcess(): Map<string, number> {
+/**
+ * CPU time each PostgreSQL process has used so far, in milliseconds: the processes of one cluster (its
+ * postmaster and the postmaster's children) when `postmaster` is given, else every postgres process of
+ * the machine (other clusters' too, such as the embedded databases of tests run beside the bench).
+ */
+function postgresCpuByProcess(postmaster?: number): Map<string, number> {
   const used = new Map<string, number>();
   for (const pid of processIds()) {
     const stat = procStat(pid);
-    if (stat?.command === 'postgres') used.set(pid, stat.cpuMs);
+    const inCluster = postmaster === undefined || Number(pid) === postmaster || stat?.parent === postmaster;
+    if (stat?.command === 'postgres' && inCluster) used.set(pid, stat.cpuMs);
   }
   return used;
+}
+
+/**
+ * The postmaster of the cluster `db` is connected to: the parent of its backend. Undefined when the
+ * backend is not a process of this machine (a remote server), whose CPU the bench cannot read.
+ */
+export async function postmasterOf(db: pg.Pool | pg.Client): Promise<number | undefined> {
+  const { rows } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const backend = procStat(rows[0]!.pid);
+  return backend?.command === 'postgres' ? backend.parent : undefined;
 }
 
 /**
@@ -99,11 +115,11 @@ function postgresCpuByProcess(): Map<string, number> {
  * process by process: a backend that ends meanwhile (a pool closing an idle connection) would take
  * all its CPU time out of a plain total, which made figures negative; one that starts counts whole.
  */
-export function postgresCpuSince(): () => number {
-  const before = postgresCpuByProcess();
+export function postgresCpuSince(postmaster?: number): () => number {
+  const before = postgresCpuByProcess(postmaster);
   return () => {
     let ms = 0;
-    for (const [pid, used] of postgresCpuByProcess()) ms += used - (before.get(pid) ?? 0);
+    for (const [pid, used] of postgresCpuByProcess(postmaster)) ms += used - (before.get(pid) ?? 0);
     return ms;
   };
 }
@@ -154,14 +170,14 @@ export async function runRound(
   scenario: Scenario,
   server: BenchProcess,
   expected: Answer,
-  options: { connections: number; seconds: number },
+  options: { connections: number; seconds: number; postmaster?: number },
 ): Promise<Round> {
   await scenario.reset?.();
   const writes = await scenario.recordWrites?.();
   const checker = answerChecker(expected);
   const before = await server.statements();
   const cpuBefore = cpuMsOf(server.child.pid!);
-  const postgresCpu = postgresCpuSince();
+  const postgresCpu = postgresCpuSince(options.postmaster);
   const stopProbe = scenario.probe && startProbe(server.url, scenario.probe);
   const result = await autocannon({
     url: server.url,

@@ -14,7 +14,7 @@ import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { pendingInvitationsStatement } from '../../src/domain/invitations/statements.js';
 import { agreedAnswer, roundMismatches, type Pair } from './compare.js';
 import { freshDatabaseBeside } from './databases.js';
-import { statementsPerSecond } from './database-limit.js';
+import { statementsPerSecond, type StatementAlone } from './database-limit.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './hostile.js';
 import {
   ANONYMOUS_DOCUMENTS_SCENARIO,
@@ -26,7 +26,7 @@ import { emojiWrites } from './emoji-rows.js';
 import { invitationWrites } from './invitation-rows.js';
 import { LIVE_FULL, LIVE_QUICK, LIVE_SCENARIO, liveMarkdown, runLive, type LiveResult } from './live-updates.js';
 import { PAGES_SCENARIO, pagesMarkdown, runPages, type PagesResult } from './pages.js';
-import { median, runRound, type Round, type Scenario } from './load.js';
+import { median, postmasterOf, runRound, type Round, type Scenario } from './load.js';
 import { benchOutboxFairness, OUTBOX_SCENARIO, outboxMarkdown, type OutboxFairnessResult } from './outbox-fairness.js';
 import { benchSignIn, SIGN_IN_SCENARIO, signInMarkdown, type SignInResult } from './sign-in.js';
 import {
@@ -66,7 +66,7 @@ const { values: flags } = parseArgs({
     // Focused runs while working on one path: scenarios whose name contains one of the words
     // (case-insensitive); the organization-size rounds only with the word "size".
     only: { type: 'string', multiple: true },
-    // embedded, external or both (the default: external when DATABASE_URL is set).
+    // embedded, external or both (the default: both when DATABASE_URL is set, else embedded).
     mode: { type: 'string' },
   },
 });
@@ -74,6 +74,8 @@ const volumes = flags.quick ? QUICK : FULL;
 /** Rounds per side and scenario; each side is summarized by its median round. */
 const ROUNDS = flags.quick ? 1 : 3;
 const LOAD = { connections: 8, seconds: flags.quick ? 2 : 6, rounds: ROUNDS };
+/** A round's load on one mode's database: PostgreSQL's CPU is read from its cluster's processes only. */
+type ModeLoad = typeof LOAD & { postmaster?: number };
 const run = promisify(execFile);
 
 type Mode = { kind: 'embedded' } | { kind: 'external'; databaseUrl: string };
@@ -237,6 +239,11 @@ interface RegisteredScenario {
   build: (org: Organization, bench: BenchContext) => ScenarioSpec;
   /** Selected by `--only <word>` with this word alone, not by the words of its name. */
   word?: string;
+  /**
+   * Measured also against the same build with DATABASE_PREPARED_STATEMENTS=off: PostgreSQL's CPU per
+   * request under the server must be at most this fraction of its CPU under the unprepared server.
+   */
+  preparedTarget?: number;
 }
 
 /**
@@ -245,16 +252,22 @@ interface RegisteredScenario {
  * scripts/bench/load.ts says what it may declare.
  */
 const SCENARIOS: RegisteredScenario[] = [
-  { name: 'GET /api/v1/attachments', organization: 'main', build: attachments },
-  { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments },
+  { name: 'GET /api/v1/attachments', organization: 'main', build: attachments, preparedTarget: 0.85 },
+  { name: 'GraphQL attachments { messages { id dateSent } }', organization: 'main', build: graphqlAttachments, preparedTarget: 0.85 },
   {
     name: `GraphQL me { attachmentPage(first: ${ATTACHMENT_PAGE_SIZE}) { nodes pageInfo } }`,
     organization: 'main',
     build: graphqlAttachmentPage,
+    preparedTarget: 0.6,
   },
-  { name: `GraphQL invitations (${LISTED_INVITATIONS} pending)`, organization: 'main', build: graphqlInvitations },
-  { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation },
-  { name: 'POST /api/v1/invites, 1 address', organization: 'main', build: (org, bench) => invites(org, bench, 1) },
+  { name: `GraphQL invitations (${LISTED_INVITATIONS} pending)`, organization: 'main', build: graphqlInvitations, preparedTarget: 0.6 },
+  { name: 'DELETE /api/v1/realm/emoji/{name}', organization: 'main', build: emojiDeactivation, preparedTarget: 0.85 },
+  {
+    name: 'POST /api/v1/invites, 1 address',
+    organization: 'main',
+    build: (org, bench) => invites(org, bench, 1),
+    preparedTarget: 0.85,
+  },
   { name: 'POST /api/v1/invites, 100 addresses', organization: 'main', build: (org, bench) => invites(org, bench, 100) },
   {
     // Each of many members in turn, so the per-user limit (200 a minute) is not what is measured:
@@ -288,54 +301,89 @@ async function assertSameRefusal(org: Organization, { floor, real }: Pair) {
 }
 
 /** The server alone, ROUNDS rounds (its median round): for comparing one server's figures under different conditions. */
-async function serverRounds(scenario: Scenario, server: BenchProcess): Promise<Round> {
+async function serverRounds(scenario: Scenario, server: BenchProcess, load: ModeLoad): Promise<Round> {
   const expected = await agreedAnswer(scenario, { floor: server, real: server });
   const rounds: Round[] = [];
-  for (let i = 0; i < ROUNDS; i++) rounds.push(await runRound(scenario, server, expected, LOAD));
+  for (let i = 0; i < ROUNDS; i++) rounds.push(await runRound(scenario, server, expected, load));
   return median(rounds);
 }
 
+/** The same build with DATABASE_PREPARED_STATEMENTS=off, on the same data: the third side of the prepared targets' scenarios. */
+interface Sides extends Pair {
+  unprepared?: BenchProcess;
+}
+
+const cpuOf = (rounds: Round[]) => rounds.map((round) => round.cpuMsPerRequest);
+const postgresCpuOf = (rounds: Round[]) => rounds.map((round) => round.postgresCpuMsPerRequest);
+const middle = <T>(sorted: T[]) => sorted[Math.floor((sorted.length - 1) / 2)]!;
+
+/** Mismatches of the unprepared server's rounds against the floor's ("server" in them is the unprepared one). */
+const unpreparedMismatches = (floor: Round[], unprepared: Round[], expected: Awaited<ReturnType<typeof agreedAnswer>>) =>
+  roundMismatches(floor, unprepared, expected).map((mismatch) => `unprepared server's rounds: ${mismatch}`);
+
 /**
- * Alternates floor and server, ROUNDS times each after a round of warm-up; summarizes each side by its median round. A list's
- * statement alone (its database-bound limit) runs after each pair of rounds. `afterServerRound`:
+ * Alternates floor and server (and the unprepared server, when the scenario has a prepared target),
+ * ROUNDS times each after a round of warm-up; summarizes each side by its median round. A list's
+ * statement alone (its database-bound limit) runs after each set of rounds. `afterServerRound`:
  * what is read right after each of the server's rounds (its database's memory), never during one.
  */
 async function measure(
   scenario: Scenario,
-  { floor, real }: Pair,
+  { floor, real, unprepared }: Sides,
   databaseUrl: string,
+  load: ModeLoad,
   afterServerRound = () => {},
 ): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
-  const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
-  const alone: number[] = [];
+  // Its answer must be the floor's too: agreedAnswer throws otherwise.
+  const expectedUnprepared = unprepared && (await agreedAnswer(scenario, { floor, real: unprepared }));
+  const rounds: { floor: Round[]; real: Round[]; unprepared: Round[] } = { floor: [], real: [], unprepared: [] };
+  const alone: StatementAlone[] = [];
   let serverPeakRss = 0;
   // A round of each, not counted: V8 compiles a scenario's hot functions during its first thousand or
   // so requests (a GraphQL list's first 2,500 cost 0.3-0.75 ms of compilation each, on the same two
   // cores), and the floor has far less code to compile. The rounds measure what a running server does.
-  await runRound(scenario, floor, expected, LOAD);
-  await runRound(scenario, real, expected, LOAD);
+  await runRound(scenario, floor, expected, load);
+  await runRound(scenario, real, expected, load);
+  if (unprepared) await runRound(scenario, unprepared, expectedUnprepared!, load);
   for (let i = 0; i < ROUNDS; i++) {
-    rounds.floor.push(await runRound(scenario, floor, expected, LOAD));
+    rounds.floor.push(await runRound(scenario, floor, expected, load));
     const rss = sampleRss(real.child.pid!);
-    rounds.real.push(await runRound(scenario, real, expected, LOAD));
+    rounds.real.push(await runRound(scenario, real, expected, load));
     afterServerRound();
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
-    if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, LOAD));
+    if (unprepared) rounds.unprepared.push(await runRound(scenario, unprepared, expectedUnprepared!, load));
+    if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, load));
   }
-  const databaseLimit = alone.length ? alone.sort((a, b) => a - b)[Math.floor((alone.length - 1) / 2)] : undefined;
-  const result = {
+  const medianAlone = alone.length ? middle(alone.sort((a, b) => a.perSecond - b.perSecond)) : undefined;
+  const result: ScenarioResult = {
     name: scenario.name,
     real: median(rounds.real),
     floor: median(rounds.floor),
-    databaseLimit,
+    unprepared: unprepared ? median(rounds.unprepared) : undefined,
+    cpuRounds: {
+      real: cpuOf(rounds.real),
+      floor: cpuOf(rounds.floor),
+      ...(unprepared && { unprepared: cpuOf(rounds.unprepared) }),
+    },
+    postgresCpuRounds: {
+      real: postgresCpuOf(rounds.real),
+      floor: postgresCpuOf(rounds.floor),
+      ...(unprepared && { unprepared: postgresCpuOf(rounds.unprepared) }),
+    },
+    databaseLimit: medianAlone?.perSecond,
+    databaseAlonePostgresCpuMs: alone.length ? middle(alone.map((one) => one.postgresCpuMs).sort((a, b) => a - b)) : undefined,
     serverPeakRss,
-    mismatches: roundMismatches(rounds.floor, rounds.real, expected),
+    mismatches: [
+      ...roundMismatches(rounds.floor, rounds.real, expected),
+      ...(unprepared ? unpreparedMismatches(rounds.floor, rounds.unprepared, expectedUnprepared!) : []),
+    ],
   };
-  const limit = databaseLimit ? `, its statement alone ${databaseLimit.toFixed(0)}/s` : '';
-  console.error(
-    `${scenario.name}: server ${result.real.requestsPerSecond.toFixed(0)} req/s, floor ${result.floor.requestsPerSecond.toFixed(0)} req/s (medians)${limit}`,
-  );
+  const limit = medianAlone ? `, its statement alone ${medianAlone.perSecond.toFixed(0)}/s` : '';
+  const rate = (round: Round) => `${round.requestsPerSecond.toFixed(0)} req/s`;
+  const third = result.unprepared ? `, unprepared server ${rate(result.unprepared)}` : '';
+  const sides = `server ${rate(result.real)}, floor ${rate(result.floor)}${third}`;
+  console.error(`${scenario.name}: ${sides} (medians)${limit}`);
   return result;
 }
 
@@ -362,8 +410,14 @@ async function uncountedSides(db: pg.Pool): Promise<string[]> {
   return rows.map((row) => `no rate counter of ${row.prefix === 'user:' ? 'the server' : 'the floor'}: it ran without the rate limits`);
 }
 
-async function measureRateLimited(scenario: Scenario, env: Record<string, string>, workDir: string, db: pg.Pool): Promise<ScenarioResult> {
-  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited, env.DATABASE_URL!));
+async function measureRateLimited(
+  scenario: Scenario,
+  env: Record<string, string>,
+  workDir: string,
+  db: pg.Pool,
+  load: ModeLoad,
+): Promise<ScenarioResult> {
+  const result = await withRateLimitedPair(env, workDir, (limited) => measure(scenario, limited, env.DATABASE_URL!, load));
   return { ...result, mismatches: [...result.mismatches, ...(await uncountedSides(db))] };
 }
 
@@ -386,12 +440,14 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
   let floor: BenchProcess | undefined;
+  let unprepared: BenchProcess | undefined;
   try {
     real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: 'bench' });
     db = pool;
     const bench: BenchContext = { db: pool, deliverQueued: () => deliverQueued(env, pool) };
+    const load: ModeLoad = { ...LOAD, postmaster: await postmasterOf(pool) };
     const organizations = {} as Partial<Record<DataSet, Organization>>;
     for (const name of Object.keys(volumes) as DataSet[]) {
       const needed =
@@ -399,6 +455,14 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       if (needed) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
+    // PGAPPNAME "bench...": its backends are left out of the server's database memory, as the floor's are.
+    if (entries.some((entry) => entry.preparedTarget !== undefined))
+      unprepared = await startProcess(
+        'server (DATABASE_PREPARED_STATEMENTS=off)',
+        realServerCommand(),
+        { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl, DATABASE_PREPARED_STATEMENTS: 'off', PGAPPNAME: 'bench unprepared server' },
+        join(workDir, 'server-unprepared'),
+      );
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const afterImport = rssOf(real.child.pid!);
     // Idle is what a server holds once nothing has asked it anything for a while: V8 gives back the
@@ -415,14 +479,18 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     const results: ScenarioResult[] = [];
     for (const entry of entries) {
       const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, bench) };
+      const sides = entry.preparedTarget === undefined ? pair : { ...pair, unprepared };
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
-        ? await realRss.withoutDatabase(() => measureRateLimited(scenario, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, workDir, db!))
-        : await measure(scenario, pair, databaseUrl, realRss.sampleDatabase);
+        ? await realRss.withoutDatabase(() =>
+            measureRateLimited(scenario, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, workDir, db!, load),
+          )
+        : await measure(scenario, sides, databaseUrl, load, realRss.sampleDatabase);
       for (const mismatch of result.mismatches)
         violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
-      results.push(result);
+      results.push({ ...result, preparedTarget: entry.preparedTarget });
     }
+    await unprepared?.stop();
     const realPeaks = realRss.stop();
     databasePids.stop();
     const main = organizations.main!;
@@ -434,7 +502,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
           db,
           org: { id: main.id, authorizations: main.authorizations, emoji: main.volume.emoji },
           sizes: flags.quick ? LIVE_QUICK : LIVE_FULL,
-          throughput: (server) => serverRounds({ name: 'DELETE /api/v1/realm/emoji/{name}', ...emojiDeactivation(main, bench) }, server),
+          throughput: (server) =>
+            serverRounds({ name: 'DELETE /api/v1/realm/emoji/{name}', ...emojiDeactivation(main, bench) }, server, load),
         })
       : undefined;
     const pages = isSelected(PAGES) ? await runPages(real, db, organizations.pages!, ROUNDS) : undefined;
@@ -465,6 +534,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   } finally {
     // The bench's own connections close first: the server stops the embedded PostgreSQL under them.
     await db?.end();
+    await unprepared?.stop();
     await floor?.stop();
     await real?.stop();
     await removeWorkDir(workDir);
@@ -499,7 +569,7 @@ async function main() {
   };
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
-  const partial = flags.only || flags.mode;
+  const partial = flags.only || (flags.mode && flags.mode !== 'both');
   const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
   const markdown =
     violationsMarkdown() +

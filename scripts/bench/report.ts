@@ -3,14 +3,31 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import pg from 'pg';
 import type { Round } from './load.js';
 
+/** CPU ms per request of each counted round, per side. */
+interface CpuRounds {
+  real: number[];
+  floor: number[];
+  unprepared?: number[];
+}
+
 export interface ScenarioResult {
   name: string;
   real: Round;
   floor: Round;
+  /** The same build with DATABASE_PREPARED_STATEMENTS=off (its median round), for the scenarios with a prepared target. */
+  unprepared?: Round;
+  /** The server's and the floor's own CPU per request, round by round. */
+  cpuRounds?: CpuRounds;
+  /** PostgreSQL's CPU per request under each side, round by round. */
+  postgresCpuRounds?: CpuRounds;
+  /** PostgreSQL's CPU under the server at most this fraction of its CPU under the unprepared server. */
+  preparedTarget?: number;
   /** The server's resident memory at its highest during this scenario's rounds (bytes). */
   serverPeakRss: number;
   /** The list's statement alone through `pg`, statements per second (the median of its rounds): the database-bound limit. */
   databaseLimit?: number;
+  /** PostgreSQL's CPU per statement alone (the median of its rounds). */
+  databaseAlonePostgresCpuMs?: number;
   /** Where floor and server did not answer or write alike under load: the run fails. */
   mismatches: string[];
 }
@@ -57,9 +74,125 @@ export async function machineFacts(externalUrl: string | undefined) {
 
 const mib = (bytes: number | undefined) => (bytes === undefined ? 'n/a' : `${(bytes / 2 ** 20).toFixed(0)} MiB`);
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
-// Results written before the column existed have no figure.
-const cpu = (round: Round) => (round.cpuMsPerRequest === undefined ? 'n/a' : fixed(round.cpuMsPerRequest, 2));
-const postgresCpu = (round: Round) => (round.postgresCpuMsPerRequest === undefined ? 'n/a' : fixed(round.postgresCpuMsPerRequest, 2));
+
+/** The median of some figures (of an even number, the lower of the two middle ones). */
+const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+const spread = (values: number[] | undefined) =>
+  values?.length ? `${fixed(Math.min(...values), 2)}-${fixed(Math.max(...values), 2)}` : 'n/a';
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? 'n/a' : fixed(a / b, 2));
+
+type Side = keyof CpuRounds;
+const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared' } as const;
+
+/**
+ * A side's CPU ms per request (its own, or PostgreSQL's under it): the median of its rounds' figures,
+ * or the median round's where the rounds' figures were not kept; undefined for a side not measured.
+ */
+function cpuMedian(s: ScenarioResult, side: Side, of: 'own' | 'postgres'): number | undefined {
+  const rounds = (of === 'own' ? s.cpuRounds : s.postgresCpuRounds)?.[side];
+  if (rounds?.length) return medianOf(rounds);
+  const round = s[side];
+  return of === 'own' ? round?.cpuMsPerRequest : round?.postgresCpuMsPerRequest;
+}
+
+// Results written before a figure existed, and sides not measured, have none.
+const ms = (value: number | undefined) => (value === undefined ? '-' : fixed(value, 2));
+
+/** Each process's CPU per request, and PostgreSQL's under each (the medians of each side's rounds). */
+function cpuTable(scenarios: ScenarioResult[]): string[] {
+  const lines = [
+    '',
+    "CPU ms per request (user + system, from /proc; the medians of each side's rounds): the server's and the floor's own " +
+      "process, and PostgreSQL's processes (its cluster only) under each; the unprepared server is the same build with " +
+      'DATABASE_PREPARED_STATEMENTS=off, on the scenarios with a prepared target:',
+    '',
+    '| Scenario | server | floor | server / floor | PostgreSQL under server | under unprepared server | under floor |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const s of scenarios) {
+    const [server, floor] = [cpuMedian(s, SIDES.real, 'own'), cpuMedian(s, SIDES.floor, 'own')];
+    const postgres = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => ms(cpuMedian(s, side, 'postgres')));
+    lines.push(`| ${s.name} | ${ms(server)} | ${ms(floor)} | ${ratio(server, floor)} | ${postgres.join(' | ')} |`);
+  }
+  return lines;
+}
+
+interface PreparedTargetResult {
+  name: string;
+  target: number;
+  postgres: { prepared: number; unprepared: number; ratio: number; met: boolean };
+  server: { prepared: number; unprepared: number; met: boolean };
+}
+
+/**
+ * The prepared statements' targets of a mode's scenarios, from the medians of each side's rounds:
+ * PostgreSQL's CPU per request under the server at most `preparedTarget` of its CPU under the
+ * unprepared server, and the server's own CPU per request not above the unprepared server's.
+ */
+function preparedTargets(scenarios: ScenarioResult[]): PreparedTargetResult[] {
+  return scenarios.flatMap((s) => {
+    if (s.preparedTarget === undefined || !s.postgresCpuRounds?.unprepared?.length || !s.cpuRounds?.unprepared?.length) return [];
+    const [prepared, unprepared] = [cpuMedian(s, SIDES.real, 'postgres')!, cpuMedian(s, SIDES.unprepared, 'postgres')!];
+    const server = { prepared: cpuMedian(s, SIDES.real, 'own')!, unprepared: cpuMedian(s, SIDES.unprepared, 'own')! };
+    return [
+      {
+        name: s.name,
+        target: s.preparedTarget,
+        postgres: { prepared, unprepared, ratio: prepared / unprepared, met: prepared <= s.preparedTarget * unprepared },
+        server: { ...server, met: server.prepared <= server.unprepared },
+      },
+    ];
+  });
+}
+
+const metOrMissed = (met: boolean) => (met ? 'met' : '**missed**');
+
+function preparedTargetsTable(scenarios: ScenarioResult[]): string[] {
+  const results = preparedTargets(scenarios);
+  if (results.length === 0) return [];
+  const lines = [
+    '',
+    "Prepared statements' targets (the medians of each side's rounds, their spread in parentheses): PostgreSQL's CPU " +
+      "per request under the server at most the target's fraction of its CPU under the unprepared server; the server's " +
+      "own CPU per request not above the unprepared server's.",
+    '',
+    '| Scenario | PostgreSQL ms, prepared | unprepared | ratio | target | | server CPU ms, prepared | unprepared | |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---|',
+  ];
+  for (const r of results) {
+    const s = scenarios.find((one) => one.name === r.name)!;
+    const withSpread = (value: number, rounds: number[] | undefined) => `${fixed(value, 2)} (${spread(rounds)})`;
+    const postgres = [
+      withSpread(r.postgres.prepared, s.postgresCpuRounds?.real),
+      withSpread(r.postgres.unprepared, s.postgresCpuRounds?.unprepared),
+      fixed(r.postgres.ratio, 2),
+      `<= ${r.target}`,
+      metOrMissed(r.postgres.met),
+    ];
+    const server = [withSpread(r.server.prepared, s.cpuRounds?.real), withSpread(r.server.unprepared, s.cpuRounds?.unprepared)];
+    lines.push(`| ${r.name} | ${postgres.join(' | ')} | ${server.join(' | ')} | ${metOrMissed(r.server.met)} |`);
+  }
+  return lines;
+}
+
+/** List requests one PostgreSQL core can serve a second: 1000 / PostgreSQL's CPU ms per request. */
+const perCore = (ms: number | undefined) => (ms === undefined ? '-' : ms > 0 ? fixed(1000 / ms, 0) : 'n/a');
+
+function fleetTable(lists: ScenarioResult[]): string[] {
+  const lines = [
+    '',
+    "Fleet projection: list requests one PostgreSQL core can serve a second (1000 / PostgreSQL's median CPU ms per request), " +
+      'whatever the number of server processes in front of it; the statement alone is the list with no server at all:',
+    '',
+    '| Scenario | server | unprepared server | floor | statement alone |',
+    '|---|---:|---:|---:|---:|',
+  ];
+  for (const s of lists) {
+    const sides = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => perCore(cpuMedian(s, side, 'postgres')));
+    lines.push(`| ${s.name} | ${sides.join(' | ')} | ${perCore(s.databaseAlonePostgresCpuMs)} |`);
+  }
+  return lines;
+}
 
 export function markdownReport(report: {
   quick: boolean;
@@ -92,21 +225,22 @@ export function markdownReport(report: {
       '',
     );
     lines.push(
-      '| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | CPU ms per request (server / floor) | PostgreSQL CPU ms per request (server / floor) | server peak RSS |',
+      '| Scenario | server req/s | floor req/s | server / floor | p50 ms (server / floor) | p99 ms (server / floor) | SQL per request (server / floor) | server peak RSS |',
     );
-    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of mode.scenarios) {
       lines.push(
         `| ${s.name} | ${fixed(s.real.requestsPerSecond)} | ${fixed(s.floor.requestsPerSecond)} | ${s.floor.requestsPerSecond ? fixed(s.real.requestsPerSecond / s.floor.requestsPerSecond, 2) : 'n/a'} | ` +
-          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${cpu(s.real)} / ${cpu(s.floor)} | ` +
-          `${postgresCpu(s.real)} / ${postgresCpu(s.floor)} | ${mib(s.serverPeakRss)} |`,
+          `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
       );
     }
+    lines.push(...cpuTable(mode.scenarios), ...preparedTargetsTable(mode.scenarios));
     const limited = mode.scenarios.filter((x) => x.databaseLimit);
     if (limited.length > 0) {
       lines.push(
         '',
-        `Database-bound limit: the server's own statement of each list sent alone through \`pg\` (no HTTP), by ${report.load.connections} clients for a round's time, beside each round pair (the median of its rounds):`,
+        "Database-bound limit: the server's own statement of each list sent alone through `pg` (no HTTP, prepared as the server " +
+          `prepares it), by ${report.load.connections} clients for a round's time, after each set of rounds (the median of its rounds):`,
         '',
       );
       lines.push('| Scenario | statement alone per s | server / it | floor / it |', '|---|---:|---:|---:|');
@@ -115,6 +249,7 @@ export function markdownReport(report: {
           `| ${s.name} | ${fixed(s.databaseLimit!)} | ${fixed(s.real.requestsPerSecond / s.databaseLimit!, 2)} | ${fixed(s.floor.requestsPerSecond / s.databaseLimit!, 2)} |`,
         );
       }
+      lines.push(...fleetTable(limited));
     }
     for (const s of mode.scenarios.filter((x) => x.mismatches.length > 0)) {
       lines.push('', `**MISMATCH, ${s.name}:**`, '', ...s.mismatches.map((m) => `- ${m.replaceAll('\n', ' ')}`));

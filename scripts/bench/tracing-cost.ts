@@ -1,14 +1,14 @@
 // What tracing costs: the build with traces on (every request exported over OTLP/HTTP to a receiver
 // in this process that takes and drops them) beside the same build without and the floor, in
 // alternating rounds by compare-builds. A figure, not a target (docs/guide/performance.md).
-//   npm run build && npx tsx scripts/bench/tracing-cost.ts <kind>... (after compare-builds' setup)
+//   npm run build && npx tsx scripts/bench/tracing-cost.ts <kind>... (after compare-builds' setup; ROUNDS=n, 5 by default)
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const SECONDS = 6;
-const ROUNDS = 5;
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
 
 const kinds = process.argv.slice(2);
 if (kinds.length === 0) {
