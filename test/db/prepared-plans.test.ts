@@ -3,10 +3,13 @@
 // custom one on hostile data (one user with 60,000 files beside users with a few). Each list statement
 // is prepared as the server sends it and EXPLAINed under plan_cache_mode = force_generic_plan and
 // force_custom_plan (EXPLAIN (GENERIC_PLAN) needs PostgreSQL 16; Debian's is 15): both read the
-// attachments from the (owner, organization, id) index, never a scan of the whole table.
+// attachments from the (owner, organization, id) index, never a scan of the whole table. The whole
+// list with messages is the exception the server makes: it goes unnamed (attachments.ts says why).
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/statements.js';
+import { captureStatements } from '../../src/db/statement-counter.js';
+import { callApi } from '../support/rest.js';
 import { connectToTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
 
@@ -86,4 +89,25 @@ describe.each([
       await client.query('RESET plan_cache_mode');
     }
   });
+});
+
+test('the whole list with messages goes unnamed (planned for its owner each time); its pages and the REST list go named', async () => {
+  const captured = captureStatements(/FROM attachment/);
+  const ask = async (query: string) => {
+    const response = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: world.users.guest.auth },
+      body: JSON.stringify({ query }),
+    });
+    expect(((await response.json()) as { errors?: unknown }).errors, query).toBeUndefined();
+  };
+  await ask('{ attachments { attachments { id messages { id } } } }');
+  await ask('{ me { attachmentPage(first: 2) { nodes { id } } } }');
+  expect((await callApi(server.url, 'GET', '/attachments', { authorization: world.users.guest.auth })).status).toBe(200);
+  const pages = captured.filter((statement) => /LIMIT \$/.test(statement.text));
+  expect(pages.map((statement) => [statement.values.at(-1), statement.name !== undefined])).toEqual([
+    [2000, false],
+    [3, true],
+    [2000, true],
+  ]);
 });
