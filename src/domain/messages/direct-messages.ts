@@ -38,9 +38,15 @@ export async function sendDirectMessages(
 }
 
 export const MAX_DIRECT_MESSAGES_LIMIT = 100;
+export const DEFAULT_DIRECT_MESSAGES_LIMIT = 20;
 
 /** Direct messages the actor received, newest first. */
-export async function receivedDirectMessages(app: AppContext, actor: Actor, limit: number): Promise<DirectMessageView[]> {
+export async function receivedDirectMessages(
+  app: AppContext,
+  actor: Actor,
+  limit: number | null = DEFAULT_DIRECT_MESSAGES_LIMIT,
+): Promise<DirectMessageView[]> {
+  limit ??= DEFAULT_DIRECT_MESSAGES_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_DIRECT_MESSAGES_LIMIT) {
     throw badRequest(`limit must be between 1 and ${MAX_DIRECT_MESSAGES_LIMIT}`);
   }

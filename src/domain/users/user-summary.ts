@@ -60,6 +60,10 @@ export async function directGroupsOf(app: AppContext, actor: Actor, userIds: rea
 
 function groupedByUser<M>(rows: { userId: number; membership: M }[]): Map<number, M[]> {
   const byUser = new Map<number, M[]>();
-  for (const { userId, membership } of rows) byUser.set(userId, [...(byUser.get(userId) ?? []), membership]);
+  for (const { userId, membership } of rows) {
+    const memberships = byUser.get(userId);
+    if (memberships) memberships.push(membership);
+    else byUser.set(userId, [membership]);
+  }
   return byUser;
 }

@@ -1,4 +1,4 @@
-import { receivedDirectMessages, type DirectMessageView } from '../../domain/messages/direct-messages.js';
+import { DEFAULT_DIRECT_MESSAGES_LIMIT, receivedDirectMessages, type DirectMessageView } from '../../domain/messages/direct-messages.js';
 import { builder } from '../builder.js';
 import { actorOf } from '../context.js';
 import { domainQuery } from './errors.js';
@@ -21,7 +21,7 @@ builder.queryField('directMessages', (t) =>
   t.field({
     type: [DirectMessage],
     description: 'Direct messages the authenticated user received, newest first (for example from the\nnotification and welcome bots).',
-    args: { limit: t.arg.int({ defaultValue: 20 }) },
-    resolve: (_root, args, context) => domainQuery(() => receivedDirectMessages(context.app, actorOf(context), args.limit ?? 20)),
+    args: { limit: t.arg.int({ defaultValue: DEFAULT_DIRECT_MESSAGES_LIMIT }) },
+    resolve: (_root, args, context) => domainQuery(() => receivedDirectMessages(context.app, actorOf(context), args.limit)),
   }),
 );
