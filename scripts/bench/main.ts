@@ -68,6 +68,9 @@ const { values: flags } = parseArgs({
     only: { type: 'string', multiple: true },
     // embedded, external or both (the default: both when DATABASE_URL is set, else embedded).
     mode: { type: 'string' },
+    // The server too with DATABASE_PREPARED_STATEMENTS=off: its comparison with the unprepared server
+    // is then of two identical processes, and shows how far chance alone moves the prepared targets.
+    'a-a': { type: 'boolean', default: false },
   },
 });
 const volumes = flags.quick ? QUICK : FULL;
@@ -435,7 +438,12 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   const serverDir = join(workDir, 'server');
   // The embedded database is the server's own, under its DATA_DIR; the CLI and the floor reach it there.
   const databaseUrl = mode.kind === 'external' ? await freshDatabaseBeside(mode.databaseUrl, 'bench') : embeddedDatabaseUrl(serverDir);
-  const env = { ...THROUGHPUT_ENV, DATA_DIR: serverDir, DATABASE_URL: mode.kind === 'external' ? databaseUrl : '' };
+  const env = {
+    ...THROUGHPUT_ENV,
+    DATA_DIR: serverDir,
+    DATABASE_URL: mode.kind === 'external' ? databaseUrl : '',
+    ...(flags['a-a'] && { DATABASE_PREPARED_STATEMENTS: 'off' }),
+  };
   const entries = SCENARIOS.filter(isSelected);
   let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
@@ -559,6 +567,7 @@ async function main() {
   else if (!external) console.error('DATABASE_URL is unset: measured on the embedded PostgreSQL only.');
   const report = {
     quick: flags.quick,
+    aa: flags['a-a'],
     date: new Date().toISOString(),
     machine: await machineFacts(external),
     load: LOAD,
@@ -570,7 +579,7 @@ async function main() {
   const stamp = report.date.replace(/[:.]/g, '-');
   await mkdir('bench/results', { recursive: true });
   const partial = flags.only || (flags.mode && flags.mode !== 'both');
-  const name = `bench/results/${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
+  const name = `bench/results/${flags['a-a'] ? 'a-a-' : ''}${flags.quick ? 'quick-' : partial ? 'partial-' : ''}${stamp}`;
   const markdown =
     violationsMarkdown() +
     markdownReport(report) +

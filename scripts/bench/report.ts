@@ -196,6 +196,8 @@ function fleetTable(lists: ScenarioResult[]): string[] {
 
 export function markdownReport(report: {
   quick: boolean;
+  /** The server ran unprepared too (`--a-a`). */
+  aa: boolean;
   date: string;
   machine: Awaited<ReturnType<typeof machineFacts>>;
   load: { connections: number; seconds: number; rounds: number };
@@ -207,6 +209,9 @@ export function markdownReport(report: {
     '',
     `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
     `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side, floor and server alternately.`,
+    ...(report.aa
+      ? ['', 'A/A run (`--a-a`): the server too ran with DATABASE_PREPARED_STATEMENTS=off, so "prepared" and "unprepared" below are two identical processes.']
+      : []),
   ];
   const failed = report.modes.flatMap((mode) =>
     mode.scenarios.filter((s) => s.mismatches.length > 0).map((s) => `${mode.mode}: ${s.name}`),

@@ -59,6 +59,14 @@ export interface Seek {
   before?: Bound;
   backward: boolean;
   limit: number;
+  /**
+   * The limit is the code's own chunk size (a whole list read a chunk at a time), not a page size a
+   * client chose: it is written into the statement's text, one text per chunk size. A generic plan
+   * then knows how many rows the chunk may hold; a LIMIT parameter is planned as a tenth of the
+   * rows, which made the list with messages reach each link by an index lookup (14.6 ms against
+   * 9.6 for 500 files with 1,500 links).
+   */
+  fixedLimit?: boolean;
 }
 
 /** A list that reads by keyset: rows in the seek's direction. */
@@ -83,8 +91,13 @@ export function seekSql(order: KeysetOrder, seek: Seek, parameters: Parameters) 
       [...leading, ...order.columns.map(({ column }) => `${qualifier}${column}`)]
         .map((column) => `${column} ${descending ? 'DESC' : 'ASC'}`)
         .join(', '),
-    limit: parameters.add(seek.limit),
+    limit: seek.fixedLimit ? fixedLimit(seek.limit) : parameters.add(seek.limit),
   };
+}
+
+function fixedLimit(limit: number): string {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`not a chunk size: ${limit}`);
+  return String(limit);
 }
 
 function compare(order: KeysetOrder, bound: Bound, operator: '<' | '>', parameters: Parameters) {
@@ -97,7 +110,7 @@ function compare(order: KeysetOrder, bound: Bound, operator: '<' | '>', paramete
 /** The whole list, `pageSize` rows per statement (src/domain/paging.ts). */
 export async function keysetPages<Row>(list: KeysetList<Row>, pageSize: number): Promise<Paged<Row>> {
   const readAfter = (last?: Row) =>
-    list.read({ after: last && { key: list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
+    list.read({ after: last && { key: list.keyOf(last), inclusive: false }, backward: false, limit: pageSize, fixedLimit: true });
   return pagedList(await readAfter(), pageSize, readAfter, () => list.count());
 }
 

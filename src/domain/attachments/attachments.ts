@@ -147,22 +147,11 @@ const COUNT_OWN_FILES = namedStatement(
   'SELECT count(*)::int AS count FROM attachment WHERE "ownerId" = $1 AND "organizationId" = $2',
 );
 
-/**
- * Past a page of PREPARED_PAGE_LIMIT files, the list with messages goes unnamed, planned for its
- * owner each time: PostgreSQL's generic plan, made without the owner, expects an average owner's few
- * files and reaches their messages by one index lookup per link (500 files with 1,500 links: 14.6 ms
- * against the custom plan's hash join, 9.6 ms). The list without messages and the pages plan alike
- * either way (test/db/prepared-plans.test.ts).
- */
-const PREPARED_PAGE_LIMIT = 100;
-const preparedWhenPlansAgree = (text: string, withMessages: boolean, seek: Seek) =>
-  withMessages && seek.limit > PREPARED_PAGE_LIMIT ? text : OWN_FILES_STATEMENTS(text);
-
 /** The caller's files read by keyset; each statement also gives the organization's columns. */
 function ownFiles<A extends { id: number }>(sql: Sql, actor: Actor, withMessages: boolean, toAttachment: (row: OwnAttachmentRow) => A) {
   const read = async (seek: Seek) => {
     const { text, values } = ownFilesStatement(actor, withMessages, seek);
-    const rows = await sql.rows<OwnAttachmentRow>(preparedWhenPlansAgree(text, withMessages, seek), values);
+    const rows = await sql.rows<OwnAttachmentRow>(OWN_FILES_STATEMENTS(text), values);
     if (!rows[0]) throw new Error(`organization ${actor.organizationId} of user ${actor.id} is gone`);
     return { organization: rows[0], files: rows[0].id === null ? [] : rows.map(toAttachment) };
   };
@@ -179,9 +168,9 @@ async function ownAttachments<A extends { id: number }>(
   files: ReturnType<typeof ownFiles<A>>,
   pageSize: number,
 ): Promise<OwnAttachments<A>> {
-  const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize });
+  const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize, fixedLimit: true });
   const readAfter = (last: A) =>
-    files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize });
+    files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize, fixedLimit: true });
   const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }

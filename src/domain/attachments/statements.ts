@@ -17,14 +17,15 @@ export function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, w
 }
 
 /**
- * The one statement of the first `limit` files (a whole list of up to a page, or a connection's first
- * page and its extra row): the bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
+ * The one statement of the first files: a whole list's first chunk, or with `pageLimit` a connection's
+ * first page and its extra row. The bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
  */
-export const ownAttachmentsListStatement = (
-  actor: Pick<Actor, 'id' | 'organizationId'>,
-  withMessages: boolean,
-  limit = ATTACHMENT_PAGE_SIZE,
-) => ownFilesStatement(actor, withMessages, { backward: false, limit });
+export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, pageLimit?: number) =>
+  ownFilesStatement(
+    actor,
+    withMessages,
+    pageLimit === undefined ? { backward: false, limit: ATTACHMENT_PAGE_SIZE, fixedLimit: true } : { backward: false, limit: pageLimit },
+  );
 
 // Rows with arrays, not JSON: building JSON made PostgreSQL's share of the request three times the
 // rows' (about 9 ms against 2-4 ms for 500 files), and the database shares the machine's cores with

@@ -91,5 +91,9 @@ export function invitationListStatement(
 /** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
 export function pendingInvitationsStatement(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) {
   const options: ListOptions = { includeInactive: false, withReferrers: true, order: NEWEST_FIRST };
-  return invitationListStatement(listFilter(actor, options, now), { backward: false, limit: INVITATION_PAGE_SIZE }, options);
+  return invitationListStatement(
+    listFilter(actor, options, now),
+    { backward: false, limit: INVITATION_PAGE_SIZE, fixedLimit: true },
+    options,
+  );
 }

@@ -12,7 +12,7 @@ import { LONGEST_UNCOMMITTED_BYTES_MS } from './upload-file.js';
 const STORAGE_CLOCK_LAG_MS = 5 * 60_000;
 /**
  * The sweep's grace: longer than bytes can wait for their row (upload-file.ts), with room for the
- * storage's clock, in whole minutes (11).
+ * storage's clock, in whole minutes (35).
  */
 export const SWEEP_GRACE_MS = Math.ceil((LONGEST_UNCOMMITTED_BYTES_MS + STORAGE_CLOCK_LAG_MS) / 60_000) * 60_000;
 
