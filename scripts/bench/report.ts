@@ -210,7 +210,10 @@ export function markdownReport(report: {
     `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
     `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side, floor and server alternately.`,
     ...(report.aa
-      ? ['', 'A/A run (`--a-a`): the server too ran with DATABASE_PREPARED_STATEMENTS=off, so "prepared" and "unprepared" below are two identical processes.']
+      ? [
+          '',
+          'A/A run (`--a-a`): the server too ran with DATABASE_PREPARED_STATEMENTS=off, so "prepared" and "unprepared" below are two identical processes.',
+        ]
       : []),
   ];
   const failed = report.modes.flatMap((mode) =>

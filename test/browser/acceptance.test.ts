@@ -5,7 +5,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { launchBrowser } from '../support/browser.js';
-import { execute, OPERATION_EDITOR, replaceEditorText, shownResult } from '../support/graphiql.js';
+import { expectSignedInGraphiQL } from '../support/graphiql.js';
 import { AcceptedMe } from '../support/accepted-account.js';
 import { gql } from '../support/graphql.js';
 import { createInvitation, uniqueEmail } from '../support/invitations.js';
@@ -165,12 +165,7 @@ test('the new person is signed in: the welcome page leads to GraphiQL, where `{ 
 
     await page.click('#graphiql');
     await page.waitForURL(`${server.url}/graphql`);
-    await expect.poll(() => page.locator('#signed-in-as').textContent(), { timeout: 20_000 }).toContain(email);
-    await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
-    await replaceEditorText(page, OPERATION_EDITOR, '{ me { email } }');
-    const query = await execute(page, 'me');
-    expect(query.headers().authorization).toBeUndefined();
-    expect(await shownResult(page)).toEqual({ data: { me: { email } } });
+    await expectSignedInGraphiQL(page, email);
 
     // GraphiQL's bar signs out (the welcome page, never cached, cannot be gone back to).
     await page.click('#sign-out');

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect, test } from 'vitest';
 import { browserWithWorld } from '../support/browser.js';
-import { execute, HEADERS_EDITOR, OPERATION_EDITOR, replaceEditorText, shownResult } from '../support/graphiql.js';
+import { execute, expectSignedInGraphiQL, HEADERS_EDITOR, OPERATION_EDITOR, replaceEditorText, shownResult } from '../support/graphiql.js';
 import { callApi } from '../support/rest.js';
 import { runOnTestDatabase } from '../support/server.js';
 import { givePassword, PASSWORD } from '../support/sessions.js';
@@ -40,14 +40,7 @@ test('sign in through the form, use GraphiQL with the session (a query, a subscr
   await page.locator('#password').fill(PASSWORD);
   await page.locator('#submit').click();
   await page.waitForURL(`${files.server.url}/graphql`);
-  await expect.poll(() => page.locator('#signed-in-as').textContent(), { timeout: 20_000 }).toContain(email);
-
-  await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
-
-  await replaceEditorText(page, OPERATION_EDITOR, '{ me { email } }');
-  const query = await execute(page, 'me');
-  expect(query.headers().authorization).toBeUndefined();
-  expect(await shownResult(page)).toEqual({ data: { me: { email } } });
+  await expectSignedInGraphiQL(page, email);
 
   await replaceEditorText(page, OPERATION_EDITOR, 'subscription { customEmojiChanged { change emoji { name } } }');
   const stream = await (await execute(page, 'customEmojiChanged')).response();

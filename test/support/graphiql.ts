@@ -117,3 +117,16 @@ export async function execute(page: Page, field: string): Promise<Request> {
   await page.locator('.graphiql-execute-button').click();
   return sent;
 }
+
+/**
+ * GraphiQL, opened by a signed-in user, names them in its bar and runs `{ me }` as them on the
+ * session's cookie alone (no Authorization header).
+ */
+export async function expectSignedInGraphiQL(page: Page, email: string): Promise<void> {
+  await expect.poll(() => page.locator('#signed-in-as').textContent(), { timeout: 20_000 }).toContain(email);
+  await page.locator('.graphiql-query-editor .monaco-editor').waitFor();
+  await replaceEditorText(page, OPERATION_EDITOR, '{ me { email } }');
+  const query = await execute(page, 'me');
+  expect(query.headers().authorization).toBeUndefined();
+  expect(await shownResult(page)).toEqual({ data: { me: { email } } });
+}
