@@ -107,10 +107,17 @@ function compare(order: KeysetOrder, bound: Bound, operator: '<' | '>', paramete
   return columns.length === 1 ? `${columns[0]} ${op} ${values[0]}` : `(${columns.join(', ')}) ${op} (${values.join(', ')})`;
 }
 
+/** A whole list's chunk of `size` rows (the code's own size, written into the text), after the row with key `after`. */
+export const chunkSeek = (size: number, after?: Key): Seek => ({
+  after: after && { key: after, inclusive: false },
+  backward: false,
+  limit: size,
+  fixedLimit: true,
+});
+
 /** The whole list, `pageSize` rows per statement (src/domain/paging.ts). */
 export async function keysetPages<Row>(list: KeysetList<Row>, pageSize: number): Promise<Paged<Row>> {
-  const readAfter = (last?: Row) =>
-    list.read({ after: last && { key: list.keyOf(last), inclusive: false }, backward: false, limit: pageSize, fixedLimit: true });
+  const readAfter = (last?: Row) => list.read(chunkSeek(pageSize, last && list.keyOf(last)));
   return pagedList(await readAfter(), pageSize, readAfter, () => list.count());
 }
 

@@ -9,7 +9,7 @@ import { badRequest } from '../errors.js';
 import type { Logger } from '../../logging.js';
 import { removeAttachmentRow } from './upload-space.js';
 import { pagedList, type Paged } from '../paging.js';
-import { seekSql, type KeysetList, type Seek } from '../connections.js';
+import { chunkSeek, seekSql, type KeysetList, type Seek } from '../connections.js';
 import { ATTACHMENT_PAGE_SIZE, OWN_FILES_ORDER, ownAttachmentsStatement, ownFilesStatement } from './statements.js';
 import { insertEventSql, recordEvent } from '../events/log.js';
 import { unixSeconds } from '../time.js';
@@ -168,9 +168,8 @@ async function ownAttachments<A extends { id: number }>(
   files: ReturnType<typeof ownFiles<A>>,
   pageSize: number,
 ): Promise<OwnAttachments<A>> {
-  const { organization, files: firstPage } = await files.read({ backward: false, limit: pageSize, fixedLimit: true });
-  const readAfter = (last: A) =>
-    files.list.read({ after: { key: files.list.keyOf(last), inclusive: false }, backward: false, limit: pageSize, fixedLimit: true });
+  const { organization, files: firstPage } = await files.read(chunkSeek(pageSize));
+  const readAfter = (last: A) => files.list.read(chunkSeek(pageSize, files.list.keyOf(last)));
   const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }

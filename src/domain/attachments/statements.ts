@@ -3,7 +3,7 @@
 // (ownAttachmentsListStatement).
 import { Parameters } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
-import { idColumn, seekSql, type KeysetOrder, type Seek } from '../connections.js';
+import { chunkSeek, idColumn, seekSql, type KeysetOrder, type Seek } from '../connections.js';
 
 /** Files per statement: a few MiB of rows at most, and one statement for the lists people have. */
 export const ATTACHMENT_PAGE_SIZE = 2000;
@@ -21,11 +21,7 @@ export function ownFilesStatement(actor: Pick<Actor, 'id' | 'organizationId'>, w
  * first page and its extra row. The bench runs it alone (scripts/bench/database-limit.ts), and its floor sends it.
  */
 export const ownAttachmentsListStatement = (actor: Pick<Actor, 'id' | 'organizationId'>, withMessages: boolean, pageLimit?: number) =>
-  ownFilesStatement(
-    actor,
-    withMessages,
-    pageLimit === undefined ? { backward: false, limit: ATTACHMENT_PAGE_SIZE, fixedLimit: true } : { backward: false, limit: pageLimit },
-  );
+  ownFilesStatement(actor, withMessages, pageLimit === undefined ? chunkSeek(ATTACHMENT_PAGE_SIZE) : { backward: false, limit: pageLimit });
 
 // Rows with arrays, not JSON: building JSON made PostgreSQL's share of the request three times the
 // rows' (about 9 ms against 2-4 ms for 500 files), and the database shares the machine's cores with

@@ -2,7 +2,7 @@
 // reads, and one page's text. The bench sends Query.invitations' first page alone (pendingInvitationsStatement).
 import { Parameters } from '../../db/sql.js';
 import type { Actor } from '../auth/authenticate.js';
-import { idColumn, millisecondsColumn, seekSql, type KeysetOrder, type Seek } from '../connections.js';
+import { chunkSeek, idColumn, millisecondsColumn, seekSql, type KeysetOrder, type Seek } from '../connections.js';
 import { isAdministrator } from '../users/roles.js';
 
 /** Invitations per statement when listing: a few MiB of rows at most. */
@@ -91,9 +91,5 @@ export function invitationListStatement(
 /** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
 export function pendingInvitationsStatement(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) {
   const options: ListOptions = { includeInactive: false, withReferrers: true, order: NEWEST_FIRST };
-  return invitationListStatement(
-    listFilter(actor, options, now),
-    { backward: false, limit: INVITATION_PAGE_SIZE, fixedLimit: true },
-    options,
-  );
+  return invitationListStatement(listFilter(actor, options, now), chunkSeek(INVITATION_PAGE_SIZE), options);
 }
