@@ -9,6 +9,7 @@ import { graphql } from '../generated/gql.js';
 import { gql } from '../support/graphql.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
+import { nodesOf, type PlanNode } from '../support/plans.js';
 
 let server: TestServer;
 let world: World;
@@ -47,18 +48,6 @@ const Page = graphql(`
     }
   }
 `);
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
 test.each([
   ['the first page', { first: 50 }],

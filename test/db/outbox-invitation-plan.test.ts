@@ -8,6 +8,7 @@ import { captureStatements } from '../../src/db/statement-counter.js';
 import { createInvitations, uniqueEmail } from '../support/invitations.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
+import { nodesOf, type PlanNode } from '../support/plans.js';
 
 let server: TestServer;
 let world: World;
@@ -27,15 +28,6 @@ beforeAll(async () => {
   await server.app.sql.rows('ANALYZE outbox_email', []);
 }, 60_000);
 afterAll(() => server?.close());
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
 test("an invitation list's emailDelivery reads the invitations' e-mails from their index, not the outbox", async () => {
   const reads = captureStatements(/FROM outbox_email\s+WHERE kind = /);

@@ -13,6 +13,7 @@ import { captureStatements } from '../../src/db/statement-counter.js';
 import { callApi } from '../support/rest.js';
 import { connectToTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { createWorld, type World } from '../support/world.js';
+import { nodesOf, type PlanNode } from '../support/plans.js';
 
 const HEAVY_FILES = 60_000;
 const LIGHT_FILES = 3;
@@ -42,16 +43,6 @@ async function addFiles(ownerId: number, count: number) {
     [world.org.id, ownerId, count],
   );
 }
-
-interface PlanNode {
-  'Node Type': string;
-  'Plan Rows': number;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)];
 
 /** The plan, under `mode`, of the prepared statement `name` with these (integer) values. */
 async function planOf(name: string, mode: 'force_generic_plan' | 'force_custom_plan', values: unknown[]): Promise<PlanNode[]> {
