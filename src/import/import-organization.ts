@@ -430,7 +430,7 @@ async function createMessages(
           content: m.content,
           dateSent: fromUnix(m.date_sent),
         })),
-        select: { id: true },
+        select: { id: true, dateSent: true },
       }),
     advance,
   );
@@ -438,8 +438,13 @@ async function createMessages(
   await tx.directMessageRecipient.createMany({
     data: file.messages.flatMap((m, i) => [...new Set((m.to ?? []).map(userId))].map((u) => ({ messageId: messageId(i), userId: u }))),
   });
+  // Each link carries its message's send time as the message has it (the default when the file gives none).
   const links = file.messages.flatMap((m, i) =>
-    [...new Set(m.attachment_ids)].map((a) => ({ messageId: messageId(i), attachmentId: attachmentIds.get(a)! })),
+    [...new Set(m.attachment_ids)].map((a) => ({
+      messageId: messageId(i),
+      attachmentId: attachmentIds.get(a)!,
+      dateSent: rows[i]!.dateSent,
+    })),
   );
   await inSlices(links, (slice) => tx.messageAttachment.createMany({ data: slice }));
 }

@@ -150,10 +150,14 @@ describe('SQL statements per request', () => {
       data: files.flatMap((_, i) =>
         [users.member.id, users.owner.id].map((senderId) => ({ organizationId: org.id, senderId, content: `file ${i}` })),
       ),
-      select: { id: true },
+      select: { id: true, dateSent: true },
     });
     await counting.prisma.messageAttachment.createMany({
-      data: messages.map((message, m) => ({ messageId: message.id, attachmentId: files[Math.floor(m / 2)]!.id })),
+      data: messages.map((message, m) => ({
+        messageId: message.id,
+        attachmentId: files[Math.floor(m / 2)]!.id,
+        dateSent: message.dateSent,
+      })),
     });
     return world;
   }

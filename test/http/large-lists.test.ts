@@ -52,8 +52,9 @@ async function addFiles(world: World, ownerId: number, count: number) {
     count,
   );
   await prisma.$executeRawUnsafe(
-    `INSERT INTO message_attachment ("messageId", "attachmentId")
-     SELECT m, a.id FROM (SELECT id FROM attachment WHERE "ownerId" = $1 AND name LIKE 'bulk-%' ORDER BY id LIMIT 40) a, unnest($2::int[]) m`,
+    `INSERT INTO message_attachment ("messageId", "attachmentId", "dateSent")
+     SELECT m.id, a.id, m."dateSent" FROM (SELECT id FROM attachment WHERE "ownerId" = $1 AND name LIKE 'bulk-%' ORDER BY id LIMIT 40) a,
+            message m WHERE m.id = ANY($2::int[])`,
     ownerId,
     world.messageIds,
   );

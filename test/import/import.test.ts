@@ -50,7 +50,17 @@ describe('importer', () => {
     const { _sum } = await p.attachment.aggregate({ where: { organizationId: 7 }, _sum: { size: true } });
     expect(_sum.size).toBe(571_946n + 12n + 3_221_225_472n);
     expect((await p.organization.findUniqueOrThrow({ where: { id: 7 } })).uploadSpaceUsed).toBe(_sum.size);
-    expect(await p.messageAttachment.count({ where: { attachmentId: 501 } })).toBe(2);
+    // Each link carries its message's send time (the file lists read it from the link).
+    const links = await p.messageAttachment.findMany({
+      where: { attachmentId: 501 },
+      orderBy: { messageId: 'asc' },
+      include: { message: { select: { dateSent: true } } },
+    });
+    expect(links.map((link) => [link.messageId, link.dateSent])).toEqual([
+      [1001, new Date(1767312100_000)],
+      [1002, new Date(1767312200_000)],
+    ]);
+    expect(links.every((link) => link.dateSent.getTime() === link.message.dateSent.getTime())).toBe(true);
     const leads = await p.userGroup.findFirstOrThrow({
       where: { organizationId: 7, name: 'leads' },
       include: { canAddMembersGroup: { include: { members: true } }, subgroups: true },

@@ -110,12 +110,14 @@ describe('GET /attachments', () => {
   test("message_ids lists any user's messages that link the file, ascending", async () => {
     const world = await newWorld();
     const plan = await world.attachmentId('plan.pdf');
+    const dateSent = new Date();
     const dm = await server.app.prisma.message.create({
       data: {
         organizationId: world.org.id,
         senderId: world.users.guest.id,
         content: 'plan again',
-        attachments: { create: { attachmentId: plan } },
+        dateSent,
+        attachments: { create: { attachmentId: plan, dateSent } },
       },
     });
     const response = await listAttachments(world.users.member.auth);

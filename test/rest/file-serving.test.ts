@@ -34,13 +34,15 @@ describe.each(STORAGE_KINDS)('GET /user_uploads/... (%s storage)', (kind) => {
   /** Links the file from a new message, as sending it would. */
   async function linkFrom(fileId: number, senderId: number, target: { channel: string } | { to: number[] }) {
     const channelId = 'channel' in target ? await world.channelId(target.channel) : null;
+    const dateSent = new Date();
     await prisma().message.create({
       data: {
         organizationId: world.org.id,
         senderId,
         channelId,
         content: 'see file',
-        attachments: { create: { attachmentId: fileId } },
+        dateSent,
+        attachments: { create: { attachmentId: fileId, dateSent } },
         recipients: 'to' in target ? { create: target.to.map((userId) => ({ userId })) } : undefined,
       },
     });
