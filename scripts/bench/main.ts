@@ -2,6 +2,7 @@
 // the same data, alternately, under autocannon; writes bench/results/<stamp>.{json,md}.
 // See docs/guide/performance.md.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +72,9 @@ const { values: flags } = parseArgs({
     // The server too with DATABASE_PREPARED_STATEMENTS=off: its comparison with the unprepared server
     // is then of two identical processes, and shows how far chance alone moves the prepared targets.
     'a-a': { type: 'boolean', default: false },
+    // A checkout of an earlier commit, installed and built (scripts/bench/baseline.ts makes one): the
+    // server as it was, a fourth side of the prepared targets' scenarios, which are then judged against it too.
+    baseline: { type: 'string' },
   },
 });
 const volumes = flags.quick ? QUICK : FULL;
@@ -311,36 +315,39 @@ async function serverRounds(scenario: Scenario, server: BenchProcess, load: Mode
   return median(rounds);
 }
 
-/** The same build with DATABASE_PREPARED_STATEMENTS=off, on the same data: the third side of the prepared targets' scenarios. */
+/**
+ * The sides beside floor and server on the prepared targets' scenarios, on the same data: the same
+ * build with DATABASE_PREPARED_STATEMENTS=off, and the build of `--baseline`.
+ */
+type Comparison = 'unprepared' | 'baseline';
 interface Sides extends Pair {
-  unprepared?: BenchProcess;
+  comparisons?: Partial<Record<Comparison, BenchProcess>>;
 }
+const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
 
 const cpuOf = (rounds: Round[]) => rounds.map((round) => round.cpuMsPerRequest);
 const postgresCpuOf = (rounds: Round[]) => rounds.map((round) => round.postgresCpuMsPerRequest);
 const middle = <T>(sorted: T[]) => sorted[Math.floor((sorted.length - 1) / 2)]!;
 
-/** Mismatches of the unprepared server's rounds against the floor's ("server" in them is the unprepared one). */
-const unpreparedMismatches = (floor: Round[], unprepared: Round[], expected: Awaited<ReturnType<typeof agreedAnswer>>) =>
-  roundMismatches(floor, unprepared, expected).map((mismatch) => `unprepared server's rounds: ${mismatch}`);
-
 /**
- * Alternates floor and server (and the unprepared server, when the scenario has a prepared target),
- * ROUNDS times each after a round of warm-up; summarizes each side by its median round. A list's
+ * Alternates floor and server (and the comparisons, when the scenario has a prepared target), ROUNDS
+ * times each after a round of warm-up; summarizes each side by its median round. A list's
  * statement alone (its database-bound limit) runs after each set of rounds. `afterServerRound`:
  * what is read right after each of the server's rounds (its database's memory), never during one.
  */
 async function measure(
   scenario: Scenario,
-  { floor, real, unprepared }: Sides,
+  { floor, real, comparisons = {} }: Sides,
   databaseUrl: string,
   load: ModeLoad,
   afterServerRound = () => {},
 ): Promise<ScenarioResult> {
   const expected = await agreedAnswer(scenario, { floor, real });
-  // Its answer must be the floor's too: agreedAnswer throws otherwise.
-  const expectedUnprepared = unprepared && (await agreedAnswer(scenario, { floor, real: unprepared }));
-  const rounds: { floor: Round[]; real: Round[]; unprepared: Round[] } = { floor: [], real: [], unprepared: [] };
+  // Each comparison's answer must be the floor's too: agreedAnswer throws otherwise.
+  const others: { side: Comparison; process: BenchProcess; expected: typeof expected; rounds: Round[] }[] = [];
+  for (const [side, process] of Object.entries(comparisons) as [Comparison, BenchProcess][])
+    others.push({ side, process, expected: await agreedAnswer(scenario, { floor, real: process }), rounds: [] });
+  const rounds: { floor: Round[]; real: Round[] } = { floor: [], real: [] };
   const alone: StatementAlone[] = [];
   let serverPeakRss = 0;
   // A round of each, not counted: V8 compiles a scenario's hot functions during its first thousand or
@@ -348,43 +355,41 @@ async function measure(
   // cores), and the floor has far less code to compile. The rounds measure what a running server does.
   await runRound(scenario, floor, expected, load);
   await runRound(scenario, real, expected, load);
-  if (unprepared) await runRound(scenario, unprepared, expectedUnprepared!, load);
+  for (const other of others) await runRound(scenario, other.process, other.expected, load);
   for (let i = 0; i < ROUNDS; i++) {
     rounds.floor.push(await runRound(scenario, floor, expected, load));
     const rss = sampleRss(real.child.pid!);
     rounds.real.push(await runRound(scenario, real, expected, load));
     afterServerRound();
     serverPeakRss = Math.max(serverPeakRss, rss.stop().serverPeak);
-    if (unprepared) rounds.unprepared.push(await runRound(scenario, unprepared, expectedUnprepared!, load));
+    for (const other of others) other.rounds.push(await runRound(scenario, other.process, other.expected, load));
     if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, load));
   }
   const medianAlone = alone.length ? middle(alone.sort((a, b) => a.perSecond - b.perSecond)) : undefined;
+  const ofOthers = <T>(figure: (rounds: Round[]) => T) => Object.fromEntries(others.map((other) => [other.side, figure(other.rounds)]));
   const result: ScenarioResult = {
     name: scenario.name,
     real: median(rounds.real),
     floor: median(rounds.floor),
-    unprepared: unprepared ? median(rounds.unprepared) : undefined,
-    cpuRounds: {
-      real: cpuOf(rounds.real),
-      floor: cpuOf(rounds.floor),
-      ...(unprepared && { unprepared: cpuOf(rounds.unprepared) }),
-    },
-    postgresCpuRounds: {
-      real: postgresCpuOf(rounds.real),
-      floor: postgresCpuOf(rounds.floor),
-      ...(unprepared && { unprepared: postgresCpuOf(rounds.unprepared) }),
-    },
+    ...ofOthers(median),
+    cpuRounds: { real: cpuOf(rounds.real), floor: cpuOf(rounds.floor), ...ofOthers(cpuOf) },
+    postgresCpuRounds: { real: postgresCpuOf(rounds.real), floor: postgresCpuOf(rounds.floor), ...ofOthers(postgresCpuOf) },
     databaseLimit: medianAlone?.perSecond,
     databaseAlonePostgresCpuMs: alone.length ? middle(alone.map((one) => one.postgresCpuMs).sort((a, b) => a - b)) : undefined,
     serverPeakRss,
     mismatches: [
       ...roundMismatches(rounds.floor, rounds.real, expected),
-      ...(unprepared ? unpreparedMismatches(rounds.floor, rounds.unprepared, expectedUnprepared!) : []),
+      // "server" in these is the comparison.
+      ...others.flatMap((other) =>
+        roundMismatches(rounds.floor, other.rounds, other.expected).map(
+          (mismatch) => `${COMPARISON_NAMES[other.side]}'s rounds: ${mismatch}`,
+        ),
+      ),
     ],
   };
   const limit = medianAlone ? `, its statement alone ${medianAlone.perSecond.toFixed(0)}/s` : '';
   const rate = (round: Round) => `${round.requestsPerSecond.toFixed(0)} req/s`;
-  const third = result.unprepared ? `, unprepared server ${rate(result.unprepared)}` : '';
+  const third = others.map((other) => `, ${COMPARISON_NAMES[other.side]} ${rate(result[other.side]!)}`).join('');
   const sides = `server ${rate(result.real)}, floor ${rate(result.floor)}${third}`;
   console.error(`${scenario.name}: ${sides} (medians)${limit}`);
   return result;
@@ -431,6 +436,32 @@ type ModeResults = ModeResult & {
   anonymousDocuments?: AnonymousDocumentsResult;
 };
 
+/**
+ * The comparison sides of the prepared targets' scenarios. PGAPPNAME "bench...": their backends are
+ * left out of the server's database memory, as the floor's are.
+ */
+async function startComparisons(databaseUrl: string, workDir: string): Promise<Partial<Record<Comparison, BenchProcess>>> {
+  const env = (name: string) => ({ ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl, PGAPPNAME: `bench ${name}` });
+  const unprepared = await startProcess(
+    'server (DATABASE_PREPARED_STATEMENTS=off)',
+    realServerCommand(),
+    { ...env('unprepared server'), DATABASE_PREPARED_STATEMENTS: 'off' },
+    join(workDir, 'server-unprepared'),
+  );
+  if (!flags.baseline) return { unprepared };
+  const baseline = await startProcess(
+    `baseline build (${flags.baseline})`,
+    realServerCommand(flags.baseline),
+    env('baseline build'),
+    join(workDir, 'baseline'),
+  );
+  return { unprepared, baseline };
+}
+
+const stopAll = async (processes: Partial<Record<Comparison, BenchProcess>>) => {
+  for (const process of Object.values(processes)) await process.stop();
+};
+
 async function benchMode(mode: Mode): Promise<ModeResults> {
   const workDir = await mkdtemp(join(tmpdir(), 'tc-bench-'));
   // Run as root, the embedded PostgreSQL runs as the postgres user: it must reach the folder.
@@ -448,7 +479,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   let db: pg.Pool | undefined;
   let real: BenchProcess | undefined;
   let floor: BenchProcess | undefined;
-  let unprepared: BenchProcess | undefined;
+  const comparisons: Partial<Record<Comparison, BenchProcess>> = {};
   try {
     real = await startProcess('server', realServerCommand(), env, serverDir);
     const started = rssOf(real.child.pid!);
@@ -463,14 +494,8 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       if (needed) organizations[name] = await importOrganization(name, env, workDir, db);
     }
     floor = await startProcess('floor', FLOOR_COMMAND, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, join(workDir, 'floor'));
-    // PGAPPNAME "bench...": its backends are left out of the server's database memory, as the floor's are.
     if (entries.some((entry) => entry.preparedTarget !== undefined))
-      unprepared = await startProcess(
-        'server (DATABASE_PREPARED_STATEMENTS=off)',
-        realServerCommand(),
-        { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl, DATABASE_PREPARED_STATEMENTS: 'off', PGAPPNAME: 'bench unprepared server' },
-        join(workDir, 'server-unprepared'),
-      );
+      Object.assign(comparisons, await startComparisons(databaseUrl, workDir));
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const afterImport = rssOf(real.child.pid!);
     // Idle is what a server holds once nothing has asked it anything for a while: V8 gives back the
@@ -487,7 +512,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     const results: ScenarioResult[] = [];
     for (const entry of entries) {
       const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, bench) };
-      const sides = entry.preparedTarget === undefined ? pair : { ...pair, unprepared };
+      const sides = entry.preparedTarget === undefined ? pair : { ...pair, comparisons };
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() =>
@@ -498,7 +523,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
         violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push({ ...result, preparedTarget: entry.preparedTarget });
     }
-    await unprepared?.stop();
+    await stopAll(comparisons);
     const realPeaks = realRss.stop();
     databasePids.stop();
     const main = organizations.main!;
@@ -542,7 +567,7 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
   } finally {
     // The bench's own connections close first: the server stops the embedded PostgreSQL under them.
     await db?.end();
-    await unprepared?.stop();
+    await stopAll(comparisons);
     await floor?.stop();
     await real?.stop();
     await removeWorkDir(workDir);
@@ -568,6 +593,8 @@ async function main() {
   const report = {
     quick: flags.quick,
     aa: flags['a-a'],
+    // The commit scripts/bench/baseline.ts built it from.
+    baseline: flags.baseline && readFileSync(join(flags.baseline, 'BASELINE'), 'utf8').trim(),
     date: new Date().toISOString(),
     machine: await machineFacts(external),
     load: LOAD,

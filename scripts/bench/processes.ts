@@ -25,11 +25,15 @@ export interface BenchProcess {
   stop(): Promise<void>;
 }
 
-/** How the real server is started: exactly as `npm start` starts it (`exec node <flags> dist/main.js`). */
-export function realServerCommand(): string[] {
-  const start: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start;
-  const [node, ...args] = start.replace(/^exec\s+/, '').split(/\s+/);
+/**
+ * How the real server is started: exactly as `npm start` starts it (`exec node <flags> dist/main.js`),
+ * from this checkout or from the checkout of another build (`buildDir`, with its own package.json).
+ */
+export function realServerCommand(buildDir = '.'): string[] {
+  const start: string = JSON.parse(readFileSync(join(buildDir, 'package.json'), 'utf8')).scripts.start;
+  const [node, ...words] = start.replace(/^exec\s+/, '').split(/\s+/);
   if (node !== 'node') throw new Error(`npm start is no longer "node ...": update realServerCommand (${start})`);
+  const args = words.map((word) => (word.endsWith('.js') ? join(buildDir, word) : word));
   // BENCH_CPU_PROF=<dir>: every server the bench starts writes a V8 CPU profile there when it exits.
   const profileDir = process.env.BENCH_CPU_PROF;
   return profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...args] : args;

@@ -8,6 +8,7 @@ interface CpuRounds {
   real: number[];
   floor: number[];
   unprepared?: number[];
+  baseline?: number[];
 }
 
 export interface ScenarioResult {
@@ -16,11 +17,13 @@ export interface ScenarioResult {
   floor: Round;
   /** The same build with DATABASE_PREPARED_STATEMENTS=off (its median round), for the scenarios with a prepared target. */
   unprepared?: Round;
+  /** The build of `--baseline` (its median round), on the same scenarios. */
+  baseline?: Round;
   /** The server's and the floor's own CPU per request, round by round. */
   cpuRounds?: CpuRounds;
   /** PostgreSQL's CPU per request under each side, round by round. */
   postgresCpuRounds?: CpuRounds;
-  /** PostgreSQL's CPU under the server at most this fraction of its CPU under the unprepared server. */
+  /** PostgreSQL's CPU under the server at most this fraction of its CPU under the unprepared server (and the baseline build). */
   preparedTarget?: number;
   /** The server's resident memory at its highest during this scenario's rounds (bytes). */
   serverPeakRss: number;
@@ -82,7 +85,18 @@ const spread = (values: number[] | undefined) =>
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? 'n/a' : fixed(a / b, 2));
 
 type Side = keyof CpuRounds;
-const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared' } as const;
+const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared', baseline: 'baseline' } as const;
+/** What the server's prepared targets are judged against. */
+type Comparison = typeof SIDES.unprepared | typeof SIDES.baseline;
+const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
+const hasBaseline = (scenarios: ScenarioResult[]) => scenarios.some((s) => s.baseline);
+/** The sides whose PostgreSQL CPU the tables show, the baseline build's when it ran. */
+const postgresSides = (scenarios: ScenarioResult[]): Side[] =>
+  hasBaseline(scenarios) ? [SIDES.real, SIDES.unprepared, SIDES.baseline, SIDES.floor] : [SIDES.real, SIDES.unprepared, SIDES.floor];
+const sideHeaders = (sides: Side[], prefix: string) =>
+  sides.map((side) =>
+    side === SIDES.real ? `${prefix}server` : side === SIDES.floor ? `${prefix}floor` : `${prefix}${COMPARISON_NAMES[side]}`,
+  );
 
 /**
  * A side's CPU ms per request (its own, or PostgreSQL's under it): the median of its rounds' figures,
@@ -100,18 +114,21 @@ const ms = (value: number | undefined) => (value === undefined ? '-' : fixed(val
 
 /** Each process's CPU per request, and PostgreSQL's under each (the medians of each side's rounds). */
 function cpuTable(scenarios: ScenarioResult[]): string[] {
+  const sides = postgresSides(scenarios);
+  const [first, ...others] = sideHeaders(sides, 'under ');
   const lines = [
     '',
     "CPU ms per request (user + system, from /proc; the medians of each side's rounds): the server's and the floor's own " +
       "process, and PostgreSQL's processes (its cluster only) under each; the unprepared server is the same build with " +
-      'DATABASE_PREPARED_STATEMENTS=off, on the scenarios with a prepared target:',
+      'DATABASE_PREPARED_STATEMENTS=off, on the scenarios with a prepared target' +
+      (hasBaseline(scenarios) ? ', as is the baseline build (`--baseline`):' : ':'),
     '',
-    '| Scenario | server | floor | server / floor | PostgreSQL under server | under unprepared server | under floor |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    `| Scenario | server | floor | server / floor | PostgreSQL ${first} | ${others.join(' | ')} |`,
+    `|---|---:|---:|---:|${sides.map(() => '---:').join('|')}|`,
   ];
   for (const s of scenarios) {
     const [server, floor] = [cpuMedian(s, SIDES.real, 'own'), cpuMedian(s, SIDES.floor, 'own')];
-    const postgres = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => ms(cpuMedian(s, side, 'postgres')));
+    const postgres = sides.map((side) => ms(cpuMedian(s, side, 'postgres')));
     lines.push(`| ${s.name} | ${ms(server)} | ${ms(floor)} | ${ratio(server, floor)} | ${postgres.join(' | ')} |`);
   }
   return lines;
@@ -120,26 +137,27 @@ function cpuTable(scenarios: ScenarioResult[]): string[] {
 interface PreparedTargetResult {
   name: string;
   target: number;
-  postgres: { prepared: number; unprepared: number; ratio: number; met: boolean };
-  server: { prepared: number; unprepared: number; met: boolean };
+  postgres: { prepared: number; compared: number; ratio: number; met: boolean };
+  server: { prepared: number; compared: number; met: boolean };
 }
 
 /**
  * The prepared statements' targets of a mode's scenarios, from the medians of each side's rounds:
  * PostgreSQL's CPU per request under the server at most `preparedTarget` of its CPU under the
- * unprepared server, and the server's own CPU per request not above the unprepared server's.
+ * comparison (the unprepared server, or the baseline build), and the server's own CPU per request
+ * not above the comparison's.
  */
-function preparedTargets(scenarios: ScenarioResult[]): PreparedTargetResult[] {
+function preparedTargets(scenarios: ScenarioResult[], against: Comparison): PreparedTargetResult[] {
   return scenarios.flatMap((s) => {
-    if (s.preparedTarget === undefined || !s.postgresCpuRounds?.unprepared?.length || !s.cpuRounds?.unprepared?.length) return [];
-    const [prepared, unprepared] = [cpuMedian(s, SIDES.real, 'postgres')!, cpuMedian(s, SIDES.unprepared, 'postgres')!];
-    const server = { prepared: cpuMedian(s, SIDES.real, 'own')!, unprepared: cpuMedian(s, SIDES.unprepared, 'own')! };
+    if (s.preparedTarget === undefined || !s.postgresCpuRounds?.[against]?.length || !s.cpuRounds?.[against]?.length) return [];
+    const [prepared, compared] = [cpuMedian(s, SIDES.real, 'postgres')!, cpuMedian(s, against, 'postgres')!];
+    const server = { prepared: cpuMedian(s, SIDES.real, 'own')!, compared: cpuMedian(s, against, 'own')! };
     return [
       {
         name: s.name,
         target: s.preparedTarget,
-        postgres: { prepared, unprepared, ratio: prepared / unprepared, met: prepared <= s.preparedTarget * unprepared },
-        server: { ...server, met: server.prepared <= server.unprepared },
+        postgres: { prepared, compared, ratio: prepared / compared, met: prepared <= s.preparedTarget * compared },
+        server: { ...server, met: server.prepared <= server.compared },
       },
     ];
   });
@@ -147,16 +165,17 @@ function preparedTargets(scenarios: ScenarioResult[]): PreparedTargetResult[] {
 
 const metOrMissed = (met: boolean) => (met ? 'met' : '**missed**');
 
-function preparedTargetsTable(scenarios: ScenarioResult[]): string[] {
-  const results = preparedTargets(scenarios);
+function preparedTargetsTable(scenarios: ScenarioResult[], against: Comparison): string[] {
+  const results = preparedTargets(scenarios, against);
   if (results.length === 0) return [];
+  const name = COMPARISON_NAMES[against];
   const lines = [
     '',
-    "Prepared statements' targets (the medians of each side's rounds, their spread in parentheses): PostgreSQL's CPU " +
-      "per request under the server at most the target's fraction of its CPU under the unprepared server; the server's " +
-      "own CPU per request not above the unprepared server's.",
+    `Prepared statements' targets against the ${name} (the medians of each side's rounds, their spread in parentheses): ` +
+      `PostgreSQL's CPU per request under the server at most the target's fraction of its CPU under the ${name}; the server's ` +
+      `own CPU per request not above the ${name}'s.`,
     '',
-    '| Scenario | PostgreSQL ms, prepared | unprepared | ratio | target | | server CPU ms, prepared | unprepared | |',
+    `| Scenario | PostgreSQL ms, server | ${name} | ratio | target | | server CPU ms, server | ${name} | |`,
     '|---|---:|---:|---:|---:|---|---:|---:|---|',
   ];
   for (const r of results) {
@@ -164,12 +183,12 @@ function preparedTargetsTable(scenarios: ScenarioResult[]): string[] {
     const withSpread = (value: number, rounds: number[] | undefined) => `${fixed(value, 2)} (${spread(rounds)})`;
     const postgres = [
       withSpread(r.postgres.prepared, s.postgresCpuRounds?.real),
-      withSpread(r.postgres.unprepared, s.postgresCpuRounds?.unprepared),
+      withSpread(r.postgres.compared, s.postgresCpuRounds?.[against]),
       fixed(r.postgres.ratio, 2),
       `<= ${r.target}`,
       metOrMissed(r.postgres.met),
     ];
-    const server = [withSpread(r.server.prepared, s.cpuRounds?.real), withSpread(r.server.unprepared, s.cpuRounds?.unprepared)];
+    const server = [withSpread(r.server.prepared, s.cpuRounds?.real), withSpread(r.server.compared, s.cpuRounds?.[against])];
     lines.push(`| ${r.name} | ${postgres.join(' | ')} | ${server.join(' | ')} | ${metOrMissed(r.server.met)} |`);
   }
   return lines;
@@ -179,17 +198,18 @@ function preparedTargetsTable(scenarios: ScenarioResult[]): string[] {
 const perCore = (ms: number | undefined) => (ms === undefined ? '-' : ms > 0 ? fixed(1000 / ms, 0) : 'n/a');
 
 function fleetTable(lists: ScenarioResult[]): string[] {
+  const sides = postgresSides(lists);
   const lines = [
     '',
     "Fleet projection: list requests one PostgreSQL core can serve a second (1000 / PostgreSQL's median CPU ms per request), " +
       'whatever the number of server processes in front of it; the statement alone is the list with no server at all:',
     '',
-    '| Scenario | server | unprepared server | floor | statement alone |',
-    '|---|---:|---:|---:|---:|',
+    `| Scenario | ${sideHeaders(sides, '').join(' | ')} | statement alone |`,
+    `|---|${sides.map(() => '---:').join('|')}|---:|`,
   ];
   for (const s of lists) {
-    const sides = [SIDES.real, SIDES.unprepared, SIDES.floor].map((side) => perCore(cpuMedian(s, side, 'postgres')));
-    lines.push(`| ${s.name} | ${sides.join(' | ')} | ${perCore(s.databaseAlonePostgresCpuMs)} |`);
+    const perSide = sides.map((side) => perCore(cpuMedian(s, side, 'postgres')));
+    lines.push(`| ${s.name} | ${perSide.join(' | ')} | ${perCore(s.databaseAlonePostgresCpuMs)} |`);
   }
   return lines;
 }
@@ -198,6 +218,8 @@ export function markdownReport(report: {
   quick: boolean;
   /** The server ran unprepared too (`--a-a`). */
   aa: boolean;
+  /** The commit of the baseline build (`--baseline`), when one ran. */
+  baseline?: string;
   date: string;
   machine: Awaited<ReturnType<typeof machineFacts>>;
   load: { connections: number; seconds: number; rounds: number };
@@ -214,6 +236,9 @@ export function markdownReport(report: {
           '',
           'A/A run (`--a-a`): the server too ran with DATABASE_PREPARED_STATEMENTS=off, so "prepared" and "unprepared" below are two identical processes.',
         ]
+      : []),
+    ...(report.baseline
+      ? ['', `Baseline build (\`--baseline\`): ${report.baseline}, started as its own \`npm start\` starts it, on the same data.`]
       : []),
   ];
   const failed = report.modes.flatMap((mode) =>
@@ -242,7 +267,11 @@ export function markdownReport(report: {
           `${s.real.p50Ms} / ${s.floor.p50Ms} | ${s.real.p99Ms} / ${s.floor.p99Ms} | ${fixed(s.real.sqlPerRequest)} / ${fixed(s.floor.sqlPerRequest)} | ${mib(s.serverPeakRss)} |`,
       );
     }
-    lines.push(...cpuTable(mode.scenarios), ...preparedTargetsTable(mode.scenarios));
+    lines.push(
+      ...cpuTable(mode.scenarios),
+      ...preparedTargetsTable(mode.scenarios, SIDES.unprepared),
+      ...preparedTargetsTable(mode.scenarios, SIDES.baseline),
+    );
     const limited = mode.scenarios.filter((x) => x.databaseLimit);
     if (limited.length > 0) {
       lines.push(
