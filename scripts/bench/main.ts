@@ -58,7 +58,15 @@ import {
   THROUGHPUT_ENV,
   type BenchProcess,
 } from './processes.js';
-import { IDLE_SECONDS, machineFacts, markdownReport, type ModeResult, type ScenarioResult } from './report.js';
+import {
+  COMPARISON_NAMES,
+  type Comparison,
+  IDLE_SECONDS,
+  machineFacts,
+  markdownReport,
+  type ModeResult,
+  type ScenarioResult,
+} from './report.js';
 import { violation, violations, violationsMarkdown } from './violations.js';
 
 const { values: flags } = parseArgs({
@@ -319,11 +327,9 @@ async function serverRounds(scenario: Scenario, server: BenchProcess, load: Mode
  * The sides beside floor and server on the prepared targets' scenarios, on the same data: the same
  * build with DATABASE_PREPARED_STATEMENTS=off, and the build of `--baseline`.
  */
-type Comparison = 'unprepared' | 'baseline';
 interface Sides extends Pair {
   comparisons?: Partial<Record<Comparison, BenchProcess>>;
 }
-const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
 
 const cpuOf = (rounds: Round[]) => rounds.map((round) => round.cpuMsPerRequest);
 const postgresCpuOf = (rounds: Round[]) => rounds.map((round) => round.postgresCpuMsPerRequest);

@@ -87,8 +87,8 @@ const ratio = (a: number | undefined, b: number | undefined) => (a === undefined
 type Side = keyof CpuRounds;
 const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared', baseline: 'baseline' } as const;
 /** What the server's prepared targets are judged against. */
-type Comparison = typeof SIDES.unprepared | typeof SIDES.baseline;
-const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
+export type Comparison = typeof SIDES.unprepared | typeof SIDES.baseline;
+export const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
 const hasBaseline = (scenarios: ScenarioResult[]) => scenarios.some((s) => s.baseline);
 /** The sides whose PostgreSQL CPU the tables show, the baseline build's when it ran. */
 const postgresSides = (scenarios: ScenarioResult[]): Side[] =>
