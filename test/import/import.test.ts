@@ -75,6 +75,24 @@ describe('importer', () => {
     expect(next.id).toBeGreaterThan(1003);
   });
 
+  test('a message without date_sent is sent at the import, and its links carry that same time', async () => {
+    const started = Date.now();
+    const owner = 'una@undated.example';
+    await importOrganization(
+      database.prisma,
+      parse({
+        organization: { string_id: 'undated', name: 'Undated' },
+        users: [{ email: owner, full_name: 'Una', role: 100 }],
+        attachments: [{ id: 9001, owner, name: 'a.txt', size: 3 }],
+        messages: [{ sender: owner, to: [owner], content: 'see a.txt', attachment_ids: [9001] }],
+      }),
+    );
+    const links = await database.prisma.messageAttachment.findMany({ where: { attachmentId: 9001 }, include: { message: true } });
+    expect(links).toHaveLength(1);
+    expect(links[0]!.dateSent.getTime()).toBeGreaterThanOrEqual(started - 1000);
+    expect(links[0]!.dateSent).toEqual(links[0]!.message.dateSent);
+  });
+
   test('an existing string_id is refused, and replaced with replace', async () => {
     const file = parse({
       ...exampleOrganization(),
