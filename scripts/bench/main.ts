@@ -372,7 +372,8 @@ async function measure(
     if (scenario.databaseStatement) alone.push(await statementsPerSecond(databaseUrl, scenario.databaseStatement, load));
   }
   const medianAlone = alone.length ? middle(alone.sort((a, b) => a.perSecond - b.perSecond)) : undefined;
-  const ofOthers = <T>(figure: (rounds: Round[]) => T) => Object.fromEntries(others.map((other) => [other.side, figure(other.rounds)]));
+  const ofOthers = <T>(figure: (rounds: Round[]) => T): Partial<Record<Comparison, T>> =>
+    Object.fromEntries(others.map((other) => [other.side, figure(other.rounds)]));
   const result: ScenarioResult = {
     name: scenario.name,
     real: median(rounds.real),
