@@ -10,12 +10,16 @@ import type pg from 'pg';
 export const SCHEMA_PATH = fileURLToPath(new URL('../../prisma/schema.prisma', import.meta.url));
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
 
-async function migrationFolders(): Promise<string[]> {
+/** The migrations' folders in the order they apply; with `through`, only those up to that one. */
+async function migrationFolders(through?: string): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true }).catch(() => []);
-  return entries
+  const folders = entries
     .filter((e) => e.isDirectory())
     .map((e) => e.name)
     .sort();
+  if (through === undefined) return folders;
+  if (!folders.includes(through)) throw new Error(`No migration named ${through}`);
+  return folders.filter((folder) => folder <= through);
 }
 
 /**
@@ -37,8 +41,8 @@ export async function hasPendingMigrations(client: pg.Client): Promise<boolean> 
   return (await migrationFolders()).some((folder) => !applied.has(folder));
 }
 
-export async function loadMigrationList(): Promise<MigrationList> {
-  const folders = await migrationFolders();
+export async function loadMigrationList(through?: string): Promise<MigrationList> {
+  const folders = await migrationFolders(through);
   const migrationDirectories = await Promise.all(
     folders.map(async (folder) => ({
       path: folder,
@@ -57,14 +61,17 @@ export async function loadMigrationList(): Promise<MigrationList> {
   } as MigrationList;
 }
 
-/** Applies every migration not yet applied; returns the names of those it applied. */
-export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+/**
+ * Applies every migration not yet applied (with `through`, those up to that one: how a test builds
+ * a database as an older server left it); returns the names of those it applied.
+ */
+export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory, through?: string): Promise<string[]> {
   const schema = { path: SCHEMA_PATH, content: await readFile(SCHEMA_PATH, 'utf8') };
   const { openSchemaEngine } = await import('./schema-engine.js');
   const engine = await openSchemaEngine(schema, adapterFactory);
   try {
     const { appliedMigrationNames } = await engine.applyMigrations({
-      migrationsList: await loadMigrationList(),
+      migrationsList: await loadMigrationList(through),
       filters: { externalTables: [], externalEnums: [] },
     });
     return appliedMigrationNames;
@@ -77,7 +84,10 @@ export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAda
  * Applies migrations through connections of their own and closes them afterwards (the schema
  * engine does not): left open, they would hold a PostgreSQL connection for the process's lifetime.
  */
-export async function applyMigrationsAndDisconnect(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {
+export async function applyMigrationsAndDisconnect(
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
+  through?: string,
+): Promise<string[]> {
   const opened: { dispose(): Promise<void> }[] = [];
   const remember = <T extends { dispose(): Promise<void> }>(adapter: T) => (opened.push(adapter), adapter);
   const tracked: SqlMigrationAwareDriverAdapterFactory = {
@@ -87,7 +97,7 @@ export async function applyMigrationsAndDisconnect(adapterFactory: SqlMigrationA
     connectToShadowDb: async () => remember(await adapterFactory.connectToShadowDb()),
   };
   try {
-    return await applyMigrations(tracked);
+    return await applyMigrations(tracked, through);
   } finally {
     await Promise.all(opened.map((adapter) => adapter.dispose()));
   }
