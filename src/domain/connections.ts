@@ -115,10 +115,10 @@ export const chunkSeek = (size: number, after?: Key): Seek => ({
   fixedLimit: true,
 });
 
-/** The whole list, `pageSize` rows per statement (src/domain/paging.ts). */
-export async function keysetPages<Row>(list: KeysetList<Row>, pageSize: number): Promise<Paged<Row>> {
+/** The whole list, `pageSize` rows per statement (src/domain/paging.ts); its first page given when already read. */
+export async function keysetPages<Row>(list: KeysetList<Row>, pageSize: number, firstPage?: Row[]): Promise<Paged<Row>> {
   const readAfter = (last?: Row) => list.read(chunkSeek(pageSize, last && list.keyOf(last)));
-  return pagedList(await readAfter(), pageSize, readAfter, () => list.count());
+  return pagedList(firstPage ?? (await readAfter()), pageSize, readAfter, () => list.count());
 }
 
 export interface PageArguments {

@@ -8,8 +8,8 @@ import type { Actor } from '../auth/authenticate.js';
 import { badRequest } from '../errors.js';
 import type { Logger } from '../../logging.js';
 import { removeAttachmentRow } from './upload-space.js';
-import { pagedList, type Paged } from '../paging.js';
-import { chunkSeek, seekSql, type KeysetList, type Seek } from '../connections.js';
+import type { Paged } from '../paging.js';
+import { chunkSeek, keysetPages, seekSql, type KeysetList, type Seek } from '../connections.js';
 import { ATTACHMENT_PAGE_SIZE, OWN_FILES_ORDER, ownAttachmentsStatement, ownFilesStatement } from './statements.js';
 import { insertEventSql, recordEvent } from '../events/log.js';
 import { unixSeconds } from '../time.js';
@@ -169,8 +169,7 @@ async function ownAttachments<A extends { id: number }>(
   pageSize: number,
 ): Promise<OwnAttachments<A>> {
   const { organization, files: firstPage } = await files.read(chunkSeek(pageSize));
-  const readAfter = (last: A) => files.list.read(chunkSeek(pageSize, files.list.keyOf(last)));
-  const list = await pagedList(firstPage, pageSize, readAfter, files.list.count);
+  const list = await keysetPages(files.list, pageSize, firstPage);
   return { ...list, uploadSpaceUsed: BigInt(organization.uploadSpaceUsed), uploadQuota: quotaInBytes(organization.uploadQuotaGb) };
 }
 
