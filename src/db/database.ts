@@ -152,6 +152,9 @@ async function openPostgres(
     kind,
     ...urls,
     async close() {
+      // pool.end() resolves before its connections have ended: stopping the embedded PostgreSQL
+      // right after terminates those still ending, which is the close going as planned, not a warning.
+      idleConnectionFailed = () => {};
       await prisma.$disconnect();
       await pool.end();
       await afterClose();
