@@ -528,13 +528,9 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
     const results: ScenarioResult[] = [];
     for (const entry of entries) {
       const scenario = { name: entry.name, ...entry.build(organizations[entry.organization]!, bench) };
-      const [sides, scenarioLoad] =
-        entry.preparedTarget === undefined
-          ? [pair, load]
-          : [
-              { ...pair, comparisons },
-              { ...load, rounds: load.targetRounds },
-            ];
+      const judged = entry.preparedTarget !== undefined;
+      const sides = judged ? { ...pair, comparisons } : pair;
+      const scenarioLoad = judged ? { ...load, rounds: load.targetRounds } : load;
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
       const result = scenario.rateLimited
         ? await realRss.withoutDatabase(() =>

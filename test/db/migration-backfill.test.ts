@@ -4,7 +4,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { applyMigrationsAndDisconnect } from '../../src/db/migrations.js';
-import { dropDatabase, withDatabase } from '../support/postgres-databases.js';
+import { withDatabase, withEmptyDatabase } from '../support/postgres-databases.js';
 
 /** The last migration before links carried their message's send time. */
 const BEFORE_SEND_TIMES = '20261128220000_failed_login_release_notifications';
@@ -45,32 +45,28 @@ async function insertLinksWithoutSendTimes(db: pg.Client) {
 }
 
 test('links written before send times were copied get their message send time, and the column then requires one', async () => {
-  const admin = new pg.Client({ connectionString: inject('databaseUrl') });
-  await admin.connect();
-  const name = `teamchat_backfill_${process.pid}_${Date.now()}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = withDatabase(inject('databaseUrl'), name);
-  const db = new pg.Client({ connectionString: url });
-  try {
-    await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: url }), BEFORE_SEND_TIMES);
-    await db.connect();
-    const messages = await insertLinksWithoutSendTimes(db);
+  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_backfill', async (name) => {
+    const url = withDatabase(inject('databaseUrl'), name);
+    const db = new pg.Client({ connectionString: url });
+    try {
+      await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: url }), BEFORE_SEND_TIMES);
+      await db.connect();
+      const messages = await insertLinksWithoutSendTimes(db);
 
-    const applied = await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: url }));
-    expect(applied).toContain('20261129081310_message_attachment_send_times');
+      const applied = await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: url }));
+      expect(applied).toContain('20261129081310_message_attachment_send_times');
 
-    const { rows: links } = await db.query(`SELECT "messageId", "dateSent" FROM message_attachment ORDER BY "attachmentId", "messageId"`);
-    const [first, second] = messages.map((message) => [message.id, message.dateSent.getTime()]);
-    expect(first![1]).not.toBe(second![1]);
-    expect(links.map((link) => [link.messageId, link.dateSent.getTime()])).toEqual([first, second, second]);
-    await expect(
-      db.query(`INSERT INTO message_attachment ("messageId", "attachmentId") VALUES ($1, (SELECT max(id) FROM attachment))`, [
-        messages[0]!.id,
-      ]),
-    ).rejects.toMatchObject({ code: '23502' });
-  } finally {
-    await db.end().catch(() => {});
-    await dropDatabase(admin, name);
-    await admin.end();
-  }
+      const { rows: links } = await db.query(`SELECT "messageId", "dateSent" FROM message_attachment ORDER BY "attachmentId", "messageId"`);
+      const [first, second] = messages.map((message) => [message.id, message.dateSent.getTime()]);
+      expect(first![1]).not.toBe(second![1]);
+      expect(links.map((link) => [link.messageId, link.dateSent.getTime()])).toEqual([first, second, second]);
+      await expect(
+        db.query(`INSERT INTO message_attachment ("messageId", "attachmentId") VALUES ($1, (SELECT max(id) FROM attachment))`, [
+          messages[0]!.id,
+        ]),
+      ).rejects.toMatchObject({ code: '23502' });
+    } finally {
+      await db.end().catch(() => {});
+    }
+  });
 }, 120_000);

@@ -4,11 +4,10 @@
 // locks of migrating are sessions' locks and must have been taken on PostgreSQL itself, where they end
 // with their connections (through the pooler they would stay on a server connection for good).
 import { readdir } from 'node:fs/promises';
-import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { MIGRATIONS_DIR } from '../../src/db/migrations.js';
-import { dropDatabase, withDatabase } from '../support/postgres-databases.js';
+import { withDatabase, withEmptyDatabase } from '../support/postgres-databases.js';
 
 async function migrationNames(): Promise<string[]> {
   const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
@@ -19,12 +18,8 @@ async function migrationNames(): Promise<string[]> {
 }
 
 test('two processes starting at once against one PostgreSQL migrate it once; opening again applies nothing', async () => {
-  const admin = new pg.Client({ connectionString: inject('databaseUrl') });
-  await admin.connect();
-  const name = `teamchat_migrate_${process.pid}_${Date.now()}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const urls = { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), name), directUrl: withDatabase(inject('databaseUrl'), name) };
-  try {
+  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_migrate', async (name, admin) => {
+    const urls = { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), name), directUrl: withDatabase(inject('databaseUrl'), name) };
     const [first, second] = await Promise.all([openDatabase(urls), openDatabase(urls)]);
     const advisoryLocks = await admin.query(
       `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = $1)`,
@@ -40,8 +35,5 @@ test('two processes starting at once against one PostgreSQL migrate it once; ope
     const rows = await again.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM _prisma_migrations`;
     await again.close();
     expect(rows).toEqual([{ n: applied.length }]);
-  } finally {
-    await dropDatabase(admin, name);
-    await admin.end();
-  }
+  });
 }, 120_000);

@@ -1,14 +1,12 @@
 // `npm start` as a newcomer runs it: on an empty database the process creates the demo organization
 // and prints working credentials; started again on the same database it creates nothing.
-import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, inject, test } from 'vitest';
 import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
 import { startServerProcess as startMain, stopServerProcess as stop, waitForOutput } from '../support/process.js';
-import { dropDatabase } from '../support/postgres-databases.js';
+import { withDatabase, withEmptyDatabase } from '../support/postgres-databases.js';
 import { signIn } from '../support/sessions.js';
 
 const me = (baseUrl: string, authorization: string) =>
@@ -141,18 +139,10 @@ test('embedded database: the first start creates the demo and prints working cre
 // A database of its own on the tests' PostgreSQL server: the demo needs an empty one, and the shared one is not.
 describe('PostgreSQL named by DATABASE_URL', () => {
   test('the first start creates the demo and prints working credentials; the second creates nothing', async () => {
-    const server = new URL(inject('databaseUrl'));
-    const name = `teamchat_demo_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: server.href });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const databaseUrl = Object.assign(new URL(server.href), { pathname: `/${name}` }).href;
-    try {
+    await withEmptyDatabase(inject('databaseUrl'), 'teamchat_demo', async (name) => {
+      const databaseUrl = withDatabase(inject('databaseUrl'), name);
       await firstAndSecondStart({ DATABASE_URL: databaseUrl });
       await checkDatabase({ databaseUrl });
-    } finally {
-      await dropDatabase(admin, name);
-      await admin.end();
-    }
+    });
   }, 180_000);
 });

@@ -42,6 +42,22 @@ export async function dropDatabase(client: pg.Client, name: string): Promise<voi
   }
 }
 
+/**
+ * An empty database of its own on the server `url` names, for a test that must see migrations run
+ * (or a first start): `work` gets its name and an administrator's connection; dropped afterwards.
+ */
+export async function withEmptyDatabase<T>(url: string, prefix: string, work: (name: string, admin: pg.Client) => Promise<T>): Promise<T> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  return asAdmin(url, async (admin) => {
+    await admin.query(`CREATE DATABASE "${name}"`);
+    try {
+      return await work(name, admin);
+    } finally {
+      await dropDatabase(admin, name);
+    }
+  });
+}
+
 /** The template's name for the database DATABASE_URL names; also the prefix of every copy. */
 export const templateName = (url: string) => `${databaseName(url)}_tpl`;
 
