@@ -20,6 +20,7 @@ import { unixSecondsOfMs } from '../../src/domain/time.js';
 import { ROLE } from '../../src/domain/users/roles.js';
 import { ownAttachmentsListStatement } from '../../src/domain/attachments/statements.js';
 import { pendingInvitationsStatement } from '../../src/domain/invitations/statements.js';
+import { ORGANIZATION_USER_SUMMARIES } from '../../src/domain/users/user-summary.js';
 import { ATTACHMENT_PAGE_QUERY, ATTACHMENT_PAGE_SIZE, ATTACHMENTS_QUERY, INVITATIONS_QUERY } from './organization.js';
 
 // The bench leaves the backends of connections named "bench..." out of the database's memory.
@@ -174,11 +175,18 @@ const secondsOrNull = (ms: number | null) => (ms === null ? null : unixSecondsOf
 
 /**
  * An administrator's pending invitations, newest first, each with its referrer: the server's own
- * statement of the list (as for the file lists), its rows mapped straight to the answer.
+ * statements of the list (as for the file lists), its rows mapped straight to the answer. The caller
+ * is their own invitations' referrer; other referrers are read in one statement, as the server does.
  */
 async function graphqlInvitations(caller: Caller, res: ServerResponse) {
   const { text, values } = pendingInvitationsStatement(caller);
   const { rows } = await query(pool, text, values);
+  const referrers = new Map([[caller.id, { id: caller.id, fullName: caller.fullName, email: caller.email }]]);
+  const others = [...new Set(rows.map((row) => row.referrerId as number))].filter((id) => id !== caller.id);
+  if (others.length > 0) {
+    const found = await query(pool, ORGANIZATION_USER_SUMMARIES.text, [caller.organizationId, others]);
+    for (const user of found.rows) referrers.set(user.id, { id: user.id, fullName: user.fullName, email: user.email });
+  }
   const invitations = rows.map((row) => ({
     id: row.id,
     email: row.email,
@@ -186,7 +194,7 @@ async function graphqlInvitations(caller: Caller, res: ServerResponse) {
     invitedAt: secondsOrNull(row.invitedAtMs),
     expiresAt: secondsOrNull(row.expiresAtMs),
     status: 'PENDING',
-    referrer: { id: row.referrerId, fullName: row.referrerFullName, email: row.referrerEmail },
+    referrer: referrers.get(row.referrerId),
   }));
   send(res, 200, { data: { invitations } }, 'application/graphql-response+json; charset=utf-8');
 }

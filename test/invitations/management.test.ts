@@ -291,15 +291,15 @@ test('GraphQL: invitations newest first, revoke and resend with the same rules',
 
 type Listed = { id: number; referrer?: { id: number; email: string } };
 
-test('GraphQL: the invitation list and its pages take the same statements for 3 and 30 invitations, their referrers read in the same statement', async () => {
+test('GraphQL: the invitation list and its pages take the same statements for 3 and 30 invitations; referrers other than the lister take one more', async () => {
   const counting = await startCountingApp();
   try {
-    /** A world whose member and admin sent `count` invitations; the owner lists them. */
-    const listed = async (count: number) => {
+    /** A world whose member and admin sent `count` invitations; `lister` lists them. */
+    const listed = async (count: number, lister: 'owner' | 'admin' = 'owner') => {
       const world = await createWorld(server.app.prisma);
       const inputs = Array.from({ length: count }, (_, i) => ({
         email: uniqueEmail(`s${i}`),
-        referrer: i % 2 ? ('admin' as const) : ('member' as const),
+        referrer: lister === 'admin' || i % 2 ? ('admin' as const) : ('member' as const),
         queueEmail: false,
       }));
       const created = await createInvitations(server, world, inputs);
@@ -307,7 +307,7 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
       const list = async (query: string) => {
         const { response, statements } = await counting.request('/graphql', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: world.users.owner.auth },
+          headers: { 'content-type': 'application/json', authorization: world.users[lister].auth },
           body: JSON.stringify({ query }),
         });
         const body = (await response.json()) as {
@@ -318,7 +318,7 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
         expect(invitations).toHaveLength(count);
         return { invitations, statements };
       };
-      await list('{ invitations { id } }'); // authenticates the owner: the counts below are the lists' alone
+      await list('{ invitations { id } }'); // authenticates the lister: the counts below are the lists' alone
       const referrerEmailOf = new Map(created.map((invitation, i) => [invitation.id, world.users[inputs[i]!.referrer].email]));
       return { referrerOf, referrerEmailOf, list };
     };
@@ -329,20 +329,27 @@ test('GraphQL: the invitation list and its pages take the same statements for 3 
       '{ me { invitationPage(first: 40) { edges { node { id ...Who } } } } } fragment Who on Invitation { referrer { id email } }';
     const few = await listed(3);
     const many = await listed(30);
-    /** Each query asking for referrers takes the statements of `without`, for 3 invitations as for 30, and gives each invitation its own referrer. */
-    const sameStatements = async (without: string, withReferrers: string[]) => {
+    const own = await listed(30, 'admin');
+    /**
+     * Each query asking for referrers takes the statements of `without`, plus one for the referrers
+     * other than the lister (none when the lister referred them all), for 3 invitations as for 30, and
+     * gives each invitation its own referrer.
+     */
+    const statementsOfReferrers = async (without: string, withReferrers: string[]) => {
       const { statements } = await many.list(without);
       for (const query of withReferrers) {
-        const { invitations, statements: listing } = await many.list(query);
-        expect(listing).toBe(statements);
-        expect(invitations.map((i) => [i.id, i.referrer?.id, i.referrer?.email])).toEqual(
-          invitations.map((i) => [i.id, many.referrerOf.get(i.id), many.referrerEmailOf.get(i.id)]),
-        );
-        expect((await few.list(query)).statements).toBe(statements);
+        for (const { list, referrerOf, referrerEmailOf } of [many, own]) {
+          const { invitations, statements: listing } = await list(query);
+          expect(listing).toBe(list === own.list ? statements : statements + 1);
+          expect(invitations.map((i) => [i.id, i.referrer?.id, i.referrer?.email])).toEqual(
+            invitations.map((i) => [i.id, referrerOf.get(i.id), referrerEmailOf.get(i.id)]),
+          );
+        }
+        expect((await few.list(query)).statements).toBe(statements + 1);
       }
     };
-    await sameStatements('{ invitations { id email } }', [direct, throughFragment]);
-    await sameStatements('{ me { invitationPage(first: 40) { nodes { id email } } } }', [pageNodes, pageEdges]);
+    await statementsOfReferrers('{ invitations { id email } }', [direct, throughFragment]);
+    await statementsOfReferrers('{ me { invitationPage(first: 40) { nodes { id email } } } }', [pageNodes, pageEdges]);
   } finally {
     await counting.close();
   }

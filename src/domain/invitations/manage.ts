@@ -13,7 +13,7 @@ import { assertDailyLimit, lockOrganization } from './limits.js';
 import { inTransaction, type Transaction } from '../transaction.js';
 import { insertInvitesChangedSql, recordEvent } from '../events/log.js';
 import { invitationViewOfMs, toInvitationView, type InvitationView, type StoredInvitationStatus } from './status.js';
-import type { UserSummary } from '../users/user-summary.js';
+import { organizationUserSummaries, userSummaryOf, type UserSummary } from '../users/user-summary.js';
 import type { Paged } from '../paging.js';
 import { keysetPages, type KeysetList } from '../connections.js';
 import { INVITATION_PAGE_SIZE, invitationListStatement, listFilter, NEWEST_FIRST, OLDEST_FIRST, type ListOptions } from './statements.js';
@@ -46,7 +46,7 @@ export function listPendingInvitations(app: AppContext, actor: Actor, now = new 
   return keysetPages(list, INVITATION_PAGE_SIZE);
 }
 
-/** What Query.invitations' lists read: inactive invitations too, and each invitation's referrer in the same statement. */
+/** What Query.invitations' lists read: inactive invitations too, and each invitation's referrer. */
 export interface InvitationListOptions {
   includeInactive: boolean;
   withReferrers?: boolean;
@@ -59,14 +59,14 @@ export async function listInvitations(
   options: InvitationListOptions,
   now = new Date(),
 ): Promise<Paged<InvitationView>> {
-  const list = await keysetPages(invitationList(app.sql, actor, { ...options, order: NEWEST_FIRST }, now), INVITATION_PAGE_SIZE);
-  const view = (page: ListedRow[]) => viewsOf(page, now);
+  const list = await keysetPages(newestFirst(app, actor, options, now), INVITATION_PAGE_SIZE);
+  const view = pageViews(app, actor, options, now);
   return {
-    firstPage: view(list.firstPage),
+    firstPage: await view(list.firstPage),
     morePages: list.morePages,
     expectedCount: list.expectedCount,
     async *pages() {
-      for await (const page of list.pages()) yield view(page);
+      for await (const page of list.pages()) yield await view(page);
     },
   };
 }
@@ -78,11 +78,12 @@ export function invitationViewList(
   options: InvitationListOptions,
   now = new Date(),
 ): KeysetList<InvitationView> {
-  const list = invitationList(app.sql, actor, { ...options, order: NEWEST_FIRST }, now);
+  const list = newestFirst(app, actor, options, now);
+  const view = pageViews(app, actor, options, now);
   return {
     order: NEWEST_FIRST,
     keyOf: (view) => [view.invitedAtMs, view.id],
-    read: async (seek) => viewsOf(await list.read(seek), now),
+    read: async (seek) => view(await list.read(seek)),
     count: list.count,
   };
 }
@@ -94,47 +95,36 @@ export function invitationViewList(
 export async function listedInvitationsWithIds(app: AppContext, actor: Actor, ids: number[], now = new Date()): Promise<InvitationView[]> {
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0 || !mayUseInvitations(actor)) return [];
-  const list = invitationList(app.sql, actor, { includeInactive: true, withReferrers: true, order: NEWEST_FIRST, ids: rowIds }, now);
-  return viewsOf(await list.read({ backward: false, limit: rowIds.length }), now);
+  const list = invitationList<ListedRow>(app.sql, actor, { includeInactive: true, order: NEWEST_FIRST, ids: rowIds }, now);
+  const view = pageViews(app, actor, { includeInactive: true, withReferrers: true }, now);
+  return view(await list.read({ backward: false, limit: rowIds.length }));
 }
 
-/** The referrer's columns of a row read withReferrers. */
-interface ReferrerColumns {
-  referrerEmail: string;
-  referrerFullName: string;
-  referrerRole: number;
-  referrerIsBot: boolean;
-}
+const newestFirst = (app: AppContext, actor: Actor, options: InvitationListOptions, now: Date) =>
+  invitationList<ListedRow>(app.sql, actor, { includeInactive: options.includeInactive, order: NEWEST_FIRST }, now);
 
 /** A row of the views' lists: its status is read only where inactive invitations are listed too. */
-type ListedRow = ListedColumns & { status?: StoredInvitationStatus } & Partial<ReferrerColumns>;
+type ListedRow = ListedColumns & { status?: StoredInvitationStatus };
 
-/** A page's views; rows read with their referrer give it to their view, one object per referrer. */
-function viewsOf(page: ListedRow[], now: Date): InvitationView[] {
+/** A page's views, each with its referrer when the options ask for referrers. */
+function pageViews(app: AppContext, actor: Actor, options: InvitationListOptions, now: Date) {
   const nowMs = now.getTime();
-  const referrers = new Map<number, UserSummary>();
-  return page.map((row) =>
-    invitationViewOfMs(
-      row,
-      nowMs,
-      row.referrerEmail === undefined ? undefined : referrerOf(row as ListedColumns & ReferrerColumns, referrers),
-    ),
-  );
+  return async (page: ListedRow[]): Promise<InvitationView[]> => {
+    const referrers = options.withReferrers ? await referrersOf(app, actor, page) : undefined;
+    return page.map((row) => invitationViewOfMs(row, nowMs, referrers?.get(row.referrerId)));
+  };
 }
 
-function referrerOf(row: ListedColumns & ReferrerColumns, seen: Map<number, UserSummary>): UserSummary {
-  let referrer = seen.get(row.referrerId);
-  if (!referrer) {
-    referrer = {
-      id: row.referrerId,
-      email: row.referrerEmail,
-      fullName: row.referrerFullName,
-      role: row.referrerRole,
-      isBot: row.referrerIsBot,
-    };
-    seen.set(row.referrerId, referrer);
-  }
-  return referrer;
+/**
+ * The referrers of a page's rows, one object each: the actor as the request authenticated them, and
+ * the others in one statement. Joined to the page instead, PostgreSQL would read and send a referrer's
+ * columns once per invitation rather than once.
+ */
+async function referrersOf(app: AppContext, actor: Actor, page: ListedColumns[]): Promise<Map<number, UserSummary>> {
+  const referrers = new Map<number, UserSummary>([[actor.id, userSummaryOf(actor)]]);
+  const others = page.map((row) => row.referrerId).filter((id) => id !== actor.id);
+  for (const user of await organizationUserSummaries(app, actor, others)) referrers.set(user.id, user);
+  return referrers;
 }
 
 /** The lists' statements: their texts vary only with the filter's kind (role, inactive ones, ids) and the page's bounds. */
@@ -142,7 +132,7 @@ const INVITATION_PAGES = namedStatementFamily('invitations.page');
 const INVITATION_COUNTS = namedStatementFamily('invitations.count');
 
 /** The invitations the actor may list, in one of the two orders, read by keyset. */
-function invitationList<Row extends ListedColumns = ListedRow>(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<Row> {
+function invitationList<Row extends ListedColumns>(sql: Sql, actor: Actor, options: ListOptions, now: Date): KeysetList<Row> {
   assertMayUseInvitations(actor);
   const filter = listFilter(actor, options, now);
   return {

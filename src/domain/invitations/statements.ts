@@ -13,7 +13,6 @@ export const OLDEST_FIRST: KeysetOrder = { name: 'pending invitation', columns: 
 
 export type ListOptions = {
   includeInactive: boolean;
-  withReferrers?: boolean;
   withNotifyFlags?: boolean;
   order: KeysetOrder;
   ids?: number[];
@@ -36,22 +35,15 @@ export function listFilter(
   return { where, parameters };
 }
 
-/** A column of the listed rows: its name, and what selects it from `invitation`. */
-const listedColumn = (name: string, expression?: string) => ({
-  name,
-  select: expression === undefined ? name : `${expression} AS ${name}`,
-});
 const msOf = (column: string) => `round(date_part('epoch', ${column}) * 1000)`;
 const ALWAYS_LISTED = [
-  listedColumn('id'),
-  listedColumn('email'),
-  listedColumn('"referrerId"'),
-  listedColumn('"invitedAs"'),
-  listedColumn('"invitedAtMs"', msOf('"invitedAt"')),
-  listedColumn('"expiresAtMs"', msOf('"expiresAt"')),
+  'id',
+  'email',
+  '"referrerId"',
+  '"invitedAs"',
+  `${msOf('"invitedAt"')} AS "invitedAtMs"`,
+  `${msOf('"expiresAt"')} AS "expiresAtMs"`,
 ];
-const STATUS = listedColumn('status');
-const NOTIFY_FLAG = listedColumn('"notifyReferrerOnJoin"');
 
 /**
  * What a list reads, and no more (each column costs PostgreSQL and the driver per row): the status
@@ -59,14 +51,11 @@ const NOTIFY_FLAG = listedColumn('"notifyReferrerOnJoin"');
  */
 const listedColumns = (options: Pick<ListOptions, 'includeInactive' | 'withNotifyFlags'>) => [
   ...ALWAYS_LISTED,
-  ...(options.includeInactive ? [STATUS] : []),
-  ...(options.withNotifyFlags ? [NOTIFY_FLAG] : []),
+  ...(options.includeInactive ? ['status'] : []),
+  ...(options.withNotifyFlags ? ['"notifyReferrerOnJoin"'] : []),
 ];
 
-/**
- * One statement for a page, each row with its referrer's columns when asked for: a second statement
- * for the referrers cost the server and PostgreSQL more than the join does.
- */
+/** One page's statement; the rows' referrers are read apart (manage.ts), once per referrer rather than per row. */
 export function invitationListStatement(
   { where, parameters: filterParameters }: ReturnType<typeof listFilter>,
   seek: Seek,
@@ -74,22 +63,15 @@ export function invitationListStatement(
 ) {
   const parameters = filterParameters.copy();
   const keyset = seekSql(options.order, seek, parameters);
-  const columns = listedColumns(options);
-  const page = (selected: string[]) =>
-    `SELECT ${selected.join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
-  if (!options.withReferrers) return { text: page(columns.map(({ select }) => select)), values: parameters.values };
-  // A join keeps no order: the page also selects its sort columns, for the outer ORDER BY.
-  const names = columns.map(({ name }) => name);
-  const sortColumns = options.order.columns.map(({ column }) => column).filter((column) => !names.includes(column));
-  const text = `SELECT ${names.map((name) => `listed.${name}`).join(', ')},
-           r.email AS "referrerEmail", r."fullName" AS "referrerFullName", r.role AS "referrerRole", r."isBot" AS "referrerIsBot"
-      FROM (${page([...columns.map(({ select }) => select), ...sortColumns])}) listed JOIN user_account r ON r.id = listed."referrerId"
-     ORDER BY ${keyset.orderBy('listed.')}`;
+  const text = `SELECT ${listedColumns(options).join(', ')} FROM invitation WHERE ${where} ${keyset.where} ORDER BY ${keyset.orderBy()} LIMIT ${keyset.limit}`;
   return { text, values: parameters.values };
 }
 
-/** The one statement of Query.invitations' first page with referrers (newest first, pending only): the bench runs it alone (scripts/bench/database-limit.ts). */
+/**
+ * The one statement of Query.invitations' first page (newest first, pending only) when the actor
+ * referred them all: the bench runs it alone (scripts/bench/database-limit.ts).
+ */
 export function pendingInvitationsStatement(actor: Pick<Actor, 'id' | 'organizationId' | 'role'>, now = new Date()) {
-  const options: ListOptions = { includeInactive: false, withReferrers: true, order: NEWEST_FIRST };
+  const options: ListOptions = { includeInactive: false, order: NEWEST_FIRST };
   return invitationListStatement(listFilter(actor, options, now), chunkSeek(INVITATION_PAGE_SIZE), options);
 }

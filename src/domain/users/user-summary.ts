@@ -13,7 +13,10 @@ export interface UserSummary {
   isBot: boolean;
 }
 
-const ORGANIZATION_USER_SUMMARIES = namedStatement(
+/** The summary of a user read whole (the request's actor). */
+export const userSummaryOf = ({ id, email, fullName, role, isBot }: UserSummary): UserSummary => ({ id, email, fullName, role, isBot });
+
+export const ORGANIZATION_USER_SUMMARIES = namedStatement(
   'users.summaries',
   'SELECT id, email, "fullName", role, "isBot" FROM user_account WHERE "organizationId" = $1 AND id = ANY($2::int[]) ORDER BY id',
 );

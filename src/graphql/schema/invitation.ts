@@ -48,8 +48,8 @@ export const Invitation = builder.objectRef<InvitationView>('Invitation').implem
     }),
     referrer: t.field({
       type: User,
-      // The lists read it with the invitation, so each invitation's referrer is a value, not a promise;
-      // a referrer that is gone is null, which the non-null field reports as an error.
+      // The lists give each invitation its referrer, so it is a value, not a promise; a referrer that
+      // is gone is null, which the non-null field reports as an error.
       resolve: (i, _args, context) => i.referrer ?? (context.loaders.userById.load(i.referrerId) as Promise<UserSummary>),
     }),
     status: t.expose('status', { type: InvitationStatus }),
