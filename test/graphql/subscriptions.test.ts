@@ -12,6 +12,7 @@ import { LISTENER_NAME } from '../../src/db/notifications.js';
 import { positionCommittedEvents } from '../../src/domain/events/positions.js';
 import { MAX_HELD_EVENTS } from '../../src/domain/events/streams.js';
 import { removeExpired } from '../../src/domain/events/queues.js';
+import { ROLE } from '../../src/domain/users/roles.js';
 import { callApi } from '../support/rest.js';
 import { postInvites } from '../support/invites.js';
 import { pngImage } from '../support/images.js';
@@ -51,6 +52,19 @@ const InvitationChanges = graphql(`
       cursor
       invitations {
         email
+      }
+    }
+  }
+`);
+
+const InvitationReferrers = graphql(`
+  subscription InvitationReferrers {
+    invitationsChanged {
+      invitations {
+        email
+        referrer {
+          fullName
+        }
       }
     }
   }
@@ -273,6 +287,31 @@ describe.each(TRANSPORTS)('over %s', (transport) => {
     expect(await moderator.next()).toMatchObject({ errors: [{ message: 'Account is deactivated', extensions: { code: 'UNAUTHORIZED' } }] });
     expect(await moderator.next()).toBe('ended');
     await eventually(() => server.app.eventStreams!.size === before);
+  });
+
+  test("a change of the subscriber's row is followed: demoted, they are sent their own invitations only, under their new name", async () => {
+    const world = await newWorld();
+    const admin = await follow(transport, world, 'admin', InvitationReferrers, {});
+    const invite = (who: WorldUserName, email: string) =>
+      postInvites(server.url, world.users[who].auth, { invitee_emails: email, stream_ids: '[]' });
+    const pending = (referrerId?: number) =>
+      server.app.prisma.invitation.findMany({
+        where: { organizationId: world.org.id, referrerId, status: 'PENDING' },
+        orderBy: [{ invitedAt: 'desc' }, { id: 'desc' }],
+        select: { email: true, referrer: { select: { fullName: true } } },
+      });
+    expect((await invite('member', 'by.member@lighthouse.example')).status).toBe(200);
+    const everyone = await pending();
+    expect(everyone.map((i) => i.email)).toContain('by.member@lighthouse.example');
+    expect(await admin.next()).toEqual({ data: { invitationsChanged: { invitations: everyone } } });
+    await runOnTestDatabase(`UPDATE user_account SET role = $2, "fullName" = 'Adam Demoted' WHERE id = $1`, [
+      world.users.admin.id,
+      ROLE.MEMBER,
+    ]);
+    expect((await invite('admin', 'by.demoted@lighthouse.example')).status).toBe(200);
+    const own = await pending(world.users.admin.id);
+    expect(own.map((i) => i.referrer.fullName)).toEqual(own.map(() => 'Adam Demoted'));
+    expect(await admin.next()).toEqual({ data: { invitationsChanged: { invitations: own } } });
   });
 
   test('a closed connection frees its stream at once', async () => {

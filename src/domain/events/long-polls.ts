@@ -72,7 +72,7 @@ class WaitingPoll {
     this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId, types }, () =>
       this.check(),
     );
-    this.unwatch = this.polls.credentialWatch.watch(this.credentials, (error) => this.fail(error));
+    this.unwatch = this.polls.credentialWatch.watch(this.credentials, { refused: (error) => this.fail(error) });
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {
       await reader.ready();

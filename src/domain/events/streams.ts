@@ -30,6 +30,8 @@ export interface StreamRequest {
   after: string | null;
   /** Aborted when the subscriber goes away (an HTTP request's): the stream is freed then, even before it is taken. */
   signal?: AbortSignal;
+  /** Told the subscriber as they now are, after a change of their row was heard (a new role, a new name). */
+  renewed?: (actor: Actor) => void;
 }
 
 /** The cursor of an event: opaque to clients (it only names a place in the log). */
@@ -244,7 +246,8 @@ export class EventStreams {
         stream.offer(event),
       ),
     );
-    stream.onEnd(this.credentialWatch.watch(credentials, (error) => stream.end(error instanceof DomainError ? error : null)));
+    const refused = (error: unknown) => stream.end(error instanceof DomainError ? error : null);
+    stream.onEnd(this.credentialWatch.watch(credentials, { refused, renewed: request.renewed }));
     try {
       await this.reader.ready();
       const log = await this.logState();

@@ -2,6 +2,7 @@
 // recipients, from the event log's streams (src/domain/events/streams.ts). A payload's fields are
 // resolved when it is delivered, with the subscriber's credentials.
 import { ownAttachmentWithMessages } from '../../domain/attachments/attachments.js';
+import type { Actor } from '../../domain/auth/actor.js';
 import { heldCredentials } from '../../domain/auth/held-credentials.js';
 import type { CustomEmojiRecord, RealmEmojiPayload } from '../../domain/emoji/custom-emoji.js';
 import type { DomainError } from '../../domain/errors.js';
@@ -27,7 +28,9 @@ function follow(context: GraphQLContext, types: EventType[], after: string | nul
   const serverFull = (error: DomainError) => error.status === 503;
   // Yoga's context holds the HTTP request (over WebSocket, the upgrade's, which has no signal).
   const signal = (context as { request?: { signal?: AbortSignal } }).request?.signal;
-  return domainQuery(() => streams.follow(actor, credentials, { types, after: after ?? null, signal }), serverFull);
+  // Payloads are resolved for the subscriber as they now are: what they may list, their own name.
+  const renewed = (fresh: Actor) => void (context.actor = fresh);
+  return domainQuery(() => streams.follow(actor, credentials, { types, after: after ?? null, signal, renewed }), serverFull);
 }
 
 /** The item's event, or the error that ended the stream (its last payload). Each event is a new answer. */
