@@ -60,13 +60,13 @@ export async function listInvitations(
   now = new Date(),
 ): Promise<Paged<InvitationView>> {
   const list = await keysetPages(newestFirst(app, actor, options, now), INVITATION_PAGE_SIZE);
-  const view = pageViews(app, actor, options, now);
+  const viewsOf = pageViews(app, actor, options, now);
   return {
-    firstPage: await view(list.firstPage),
+    firstPage: await viewsOf(list.firstPage),
     morePages: list.morePages,
     expectedCount: list.expectedCount,
     async *pages() {
-      for await (const page of list.pages()) yield await view(page);
+      for await (const page of list.pages()) yield await viewsOf(page);
     },
   };
 }
@@ -79,11 +79,11 @@ export function invitationViewList(
   now = new Date(),
 ): KeysetList<InvitationView> {
   const list = newestFirst(app, actor, options, now);
-  const view = pageViews(app, actor, options, now);
+  const viewsOf = pageViews(app, actor, options, now);
   return {
     order: NEWEST_FIRST,
     keyOf: (view) => [view.invitedAtMs, view.id],
-    read: async (seek) => view(await list.read(seek)),
+    read: async (seek) => viewsOf(await list.read(seek)),
     count: list.count,
   };
 }
@@ -96,8 +96,8 @@ export async function listedInvitationsWithIds(app: AppContext, actor: Actor, id
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0 || !mayUseInvitations(actor)) return [];
   const list = invitationList<ListedRow>(app.sql, actor, { includeInactive: true, order: NEWEST_FIRST, ids: rowIds }, now);
-  const view = pageViews(app, actor, { includeInactive: true, withReferrers: true }, now);
-  return view(await list.read({ backward: false, limit: rowIds.length }));
+  const viewsOf = pageViews(app, actor, { includeInactive: true, withReferrers: true }, now);
+  return viewsOf(await list.read({ backward: false, limit: rowIds.length }));
 }
 
 const newestFirst = (app: AppContext, actor: Actor, options: InvitationListOptions, now: Date) =>
