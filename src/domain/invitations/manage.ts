@@ -60,7 +60,7 @@ export async function listInvitations(
   now = new Date(),
 ): Promise<Paged<InvitationView>> {
   const list = await keysetPages(newestFirst(app, actor, options, now), INVITATION_PAGE_SIZE);
-  const viewsOf = pageViews(app, actor, options, now);
+  const viewsOf = pageViews(app, actor, options.withReferrers ?? false, now);
   return {
     firstPage: await viewsOf(list.firstPage),
     morePages: list.morePages,
@@ -79,7 +79,7 @@ export function invitationViewList(
   now = new Date(),
 ): KeysetList<InvitationView> {
   const list = newestFirst(app, actor, options, now);
-  const viewsOf = pageViews(app, actor, options, now);
+  const viewsOf = pageViews(app, actor, options.withReferrers ?? false, now);
   return {
     order: NEWEST_FIRST,
     keyOf: (view) => [view.invitedAtMs, view.id],
@@ -96,7 +96,7 @@ export async function listedInvitationsWithIds(app: AppContext, actor: Actor, id
   const rowIds = distinctRowIds(ids);
   if (rowIds.length === 0 || !mayUseInvitations(actor)) return [];
   const list = invitationList<ListedRow>(app.sql, actor, { includeInactive: true, order: NEWEST_FIRST, ids: rowIds }, now);
-  const viewsOf = pageViews(app, actor, { includeInactive: true, withReferrers: true }, now);
+  const viewsOf = pageViews(app, actor, true, now);
   return viewsOf(await list.read({ backward: false, limit: rowIds.length }));
 }
 
@@ -106,11 +106,11 @@ const newestFirst = (app: AppContext, actor: Actor, options: InvitationListOptio
 /** A row of the views' lists: its status is read only where inactive invitations are listed too. */
 type ListedRow = ListedColumns & { status?: StoredInvitationStatus };
 
-/** A page's views, each with its referrer when the options ask for referrers. */
-function pageViews(app: AppContext, actor: Actor, options: InvitationListOptions, now: Date) {
+/** A page's views, each with its referrer when asked for. */
+function pageViews(app: AppContext, actor: Actor, withReferrers: boolean, now: Date) {
   const nowMs = now.getTime();
   return async (page: ListedRow[]): Promise<InvitationView[]> => {
-    const referrers = options.withReferrers ? await referrersOf(app, actor, page) : undefined;
+    const referrers = withReferrers ? await referrersOf(app, actor, page) : undefined;
     return page.map((row) => invitationViewOfMs(row, nowMs, referrers?.get(row.referrerId)));
   };
 }
