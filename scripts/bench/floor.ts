@@ -240,8 +240,11 @@ async function invite(caller: Caller, body: URLSearchParams, res: ServerResponse
   const expiresAt = new Date(now.getTime() + validityMinutes * 60_000);
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
-    const org = (await query(client, `SELECT name FROM organization WHERE id = $1 FOR UPDATE`, [caller.organizationId])).rows[0];
+    // The lock in BEGIN's round trip, as the server takes it (the id comes from the floor's own statement).
+    const [, locked] = (await client.query(
+      `BEGIN; SELECT name FROM organization WHERE id = ${Math.trunc(caller.organizationId)} FOR UPDATE`,
+    )) as unknown as pg.QueryResult[];
+    const org = locked!.rows[0];
     const existing = await query(client, `SELECT 1 FROM user_account WHERE "organizationId" = $1 AND "emailKey" = ANY($2)`, [
       caller.organizationId,
       emails.map((e) => e.toLowerCase()),

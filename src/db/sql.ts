@@ -48,8 +48,12 @@ export function namedStatementFamily(label: string): (text: string) => NamedStat
 export interface Sql {
   /** The rows of one parameterized statement ($1, $2, ... bound to `values`). */
   rows<Row>(statement: string | NamedStatement, values: readonly unknown[]): Promise<Row[]>;
-  /** `work` in one transaction on one pooled connection: committed when it resolves, rolled back when it throws. */
-  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+  /**
+   * `work` in one transaction on one pooled connection: committed when it resolves, rolled back when
+   * it throws. `opening`: statements without parameters (a lock, the transaction's mode) sent with
+   * BEGIN, in its round trip.
+   */
+  transaction<T>(work: (tx: Sql) => Promise<T>, opening?: string): Promise<T>;
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
@@ -150,13 +154,13 @@ function rowsOver(db: Queryable, prepare: boolean) {
 export function sqlOver(pool: pg.Pool, begin = 'BEGIN', prepare = false): Sql {
   return {
     rows: rowsOver(pool, prepare),
-    async transaction<T>(work: (tx: Sql) => Promise<T>) {
+    async transaction<T>(work: (tx: Sql) => Promise<T>, opening?: string) {
       // A connection dropped between two statements fails the next one: the pool's clients always
       // hear their 'error' (src/db/database.ts), so it cannot end the process.
       const client = await pool.connect();
       const tx: Sql = { rows: rowsOver(client, prepare), transaction: () => Promise.reject(new Error('already in a transaction')) };
       try {
-        await client.query(begin);
+        await client.query(opening ? `${begin}; ${opening}` : begin);
         const result = await work(tx);
         await client.query('COMMIT');
         client.release();

@@ -31,7 +31,7 @@ export function inTransaction<T>(prisma: DatabaseClient, work: (tx: Transaction)
   return withRetries(() => prisma.$transaction(work, { maxWait: 10_000, timeout: 30_000 }));
 }
 
-/** A hot path's transaction straight through the driver (db/sql.ts), with the same retries. */
-export function inSqlTransaction<T>(sql: Sql, work: (tx: Sql) => Promise<T>): Promise<T> {
-  return withRetries(() => sql.transaction(work));
+/** A hot path's transaction straight through the driver (db/sql.ts), with the same retries; `opening` as `Sql.transaction`'s. */
+export function inSqlTransaction<T>(sql: Sql, work: (tx: Sql) => Promise<T>, opening?: string): Promise<T> {
+  return withRetries(() => sql.transaction(work, opening));
 }

@@ -20,8 +20,16 @@ export interface LimitedOrganization {
 }
 
 /** Locks the organization's row until the transaction ends. */
-export const lockOrganizationSql = (organizationId: number) =>
-  Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+const lockOrganizationSql = (organizationId: number) => Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+
+/**
+ * The same lock as a statement without parameters, to open a driver transaction with it (db/sql.ts):
+ * one round trip fewer. The id is written into the text, so it must be an integer.
+ */
+export function lockOrganizationStatement(organizationId: number): string {
+  if (!Number.isSafeInteger(organizationId)) throw new Error(`not an organization id: ${organizationId}`);
+  return `SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
+}
 
 export async function lockOrganization(tx: Transaction, organizationId: number): Promise<void> {
   await tx.$queryRaw(lockOrganizationSql(organizationId));

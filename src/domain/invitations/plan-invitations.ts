@@ -103,7 +103,8 @@ export interface PlanRun<Valid extends ValidAddress, Stored> {
   /** Runs the address preparation and the transaction when the organization's turn comes (the send: its queue; the preview: at once). */
   inOrganizationTurn<T>(organizationId: number, work: () => Promise<T>): Promise<T>;
   prepare(address: ValidAddress, checked: CheckedRequest): Valid;
-  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+  /** The send's opens under the organization's lock; the preview's, read-only. */
+  transaction<T>(checked: CheckedRequest, work: (tx: Sql) => Promise<T>): Promise<T>;
   /** The counts of the limits and the accounts among the valid addresses (the send: under the lock, storing too). */
   read(tx: Sql, checked: CheckedRequest, addresses: ScreenedAddresses<Valid>): Promise<{ locked: LockedCounts; stored: Stored }>;
 }
@@ -130,7 +131,7 @@ export async function planInvitations<Valid extends ValidAddress, Stored>(
   return run.inOrganizationTurn(checked.org.id, async () => {
     // What needs no lock happens before the transaction, which stays a few statements long.
     const addresses = await screenAddresses(checked, (address) => run.prepare(address, checked));
-    return run.transaction(async (tx) => {
+    return run.transaction(checked, async (tx) => {
       const { locked, stored } = await run.read(tx, checked, addresses);
       const skipped = decide(app.config, actor, request, { ...checked, addresses }, locked);
       return { ...checked, addresses, skipped, stored };

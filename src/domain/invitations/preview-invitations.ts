@@ -51,11 +51,7 @@ function previewRun(app: AppContext): PlanRun<ValidAddress, null> {
   return {
     inOrganizationTurn: (_organizationId, work) => work(),
     prepare: (address) => address,
-    transaction: (work) =>
-      app.sql.transaction(async (tx) => {
-        await tx.rows('SET TRANSACTION READ ONLY', []);
-        return work(tx);
-      }),
+    transaction: (_checked, work) => app.sql.transaction(work, 'SET TRANSACTION READ ONLY'),
     async read(tx, checked, addresses) {
       const reads = lockedReads(app.config, checked, addresses);
       const [locked] = await statementRows<LockedCounts>(tx, Prisma.sql`SELECT ${lockedCountsSql(checked.org.id, checked.now, reads)}`);

@@ -6,7 +6,7 @@ import type { Config } from '../../config.js';
 import { insertInvitationEmails, invitationEmailParts, type InvitationEmailParts } from '../email/outbox.js';
 import { generateConfirmationKey } from './confirmation-key.js';
 import { InvitationFailedError } from '../errors.js';
-import { lockOrganizationSql, lockedCountsSql, type LockedCounts } from './limits.js';
+import { lockOrganizationStatement, lockedCountsSql, type LockedCounts } from './limits.js';
 import { queuedForOrganization } from './lock-queue.js';
 import {
   isSystemBot,
@@ -54,23 +54,22 @@ interface Invitee extends ValidAddress {
 
 /**
  * The plan run for real: queued per organization, then steps 14-20 in one transaction (a hot path,
- * straight through the driver, db/sql.ts): the lock, then one statement that reads what the checks
- * need and stores the invitations of addresses without accounts; a refusal of the checks rolls the rows back.
+ * straight through the driver, db/sql.ts) that takes the organization's lock in BEGIN's round trip,
+ * then one statement that reads what the checks need and stores the invitations of addresses without
+ * accounts; a refusal of the checks rolls the rows back.
  */
 function sendingRun(app: AppContext, actor: Actor, request: SendInvitationsRequest): PlanRun<Invitee, InvitationView[]> {
   return {
     inOrganizationTurn: queuedForOrganization,
     prepare: ({ email, emailKey }) => ({ email, emailKey, confirmationKey: generateConfirmationKey() }),
-    transaction: (work) => inSqlTransaction(app.sql, work),
+    transaction: (checked, work) => inSqlTransaction(app.sql, work, lockOrganizationStatement(checked.org.id)),
     async read(tx, checked, addresses) {
       const mail = invitationEmailParts(app.config, { expiresAt: checked.expiresAt, referrer: actor, organization: checked.org });
-      await statementRows(tx, lockOrganizationSql(checked.org.id), LOCK_ORGANIZATION);
       return readAndInsert(tx, app.config, actor, { ...request, ...checked, addresses, mail });
     },
   };
 }
 
-const LOCK_ORGANIZATION = namedStatementFamily('invitations.lock-organization');
 /** The transaction's statement: its text varies only with which limits the request's checks read (lockedCountsSql). */
 const INVITE_STATEMENTS = namedStatementFamily('invitations.send');
 
