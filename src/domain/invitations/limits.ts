@@ -19,12 +19,10 @@ export interface LimitedOrganization {
   inviteRequired: boolean;
 }
 
-/** Locks the organization's row until the transaction ends. */
-const lockOrganizationSql = (organizationId: number) => Prisma.sql`SELECT id FROM organization WHERE id = ${organizationId} FOR UPDATE`;
-
 /**
- * The same lock as a statement without parameters, to open a driver transaction with it (db/sql.ts):
- * one round trip fewer. The id is written into the text, so it must be an integer.
+ * Locks the organization's row until the transaction ends. A statement without parameters, so that a
+ * driver transaction can open with it (db/sql.ts), a round trip fewer: the id is written into the
+ * text, so it must be an integer.
  */
 export function lockOrganizationStatement(organizationId: number): string {
   if (!Number.isSafeInteger(organizationId)) throw new Error(`not an organization id: ${organizationId}`);
@@ -32,7 +30,7 @@ export function lockOrganizationStatement(organizationId: number): string {
 }
 
 export async function lockOrganization(tx: Transaction, organizationId: number): Promise<void> {
-  await tx.$queryRaw(lockOrganizationSql(organizationId));
+  await tx.$queryRaw(Prisma.raw(lockOrganizationStatement(organizationId)));
 }
 
 /** What the limits count (null where not asked) and which of the asked addresses have accounts. */
