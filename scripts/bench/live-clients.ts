@@ -149,7 +149,7 @@ async function handle(command: Command): Promise<unknown> {
     case 'close':
       for (const close of groups.get(command.group) ?? []) close();
       groups.delete(command.group);
-      return undefined;
+      return now();
     case 'receipts':
       return awaitReceipts(command);
   }

@@ -214,6 +214,8 @@ function fleetTable(lists: ScenarioResult[]): string[] {
   return lines;
 }
 
+const warmUp = (rounds: number) => (rounds === 1 ? 'a warm-up round' : `${rounds} warm-up rounds`);
+
 export function markdownReport(report: {
   quick: boolean;
   /** The server ran unprepared too (`--a-a`). */
@@ -222,7 +224,7 @@ export function markdownReport(report: {
   baseline?: string;
   date: string;
   machine: Awaited<ReturnType<typeof machineFacts>>;
-  load: { connections: number; seconds: number; rounds: number; targetRounds: number };
+  load: { connections: number; seconds: number; rounds: number; warmUpRounds: number; targetRounds: number; targetWarmUpRounds: number };
   modes: ModeResult[];
 }): string {
   const m = report.machine;
@@ -230,7 +232,7 @@ export function markdownReport(report: {
     `# Benchmark${report.quick ? ' (--quick)' : ''}, ${report.date}`,
     '',
     `Machine: ${m.cpu}, ${m.memoryGiB} GiB, load average ${m.loadAverage} at the end; Node ${m.node}; external PostgreSQL ${m.externalPostgres}.`,
-    `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side (${report.load.targetRounds} for the scenarios with a prepared target), floor and server alternately.`,
+    `Load: autocannon, ${report.load.connections} connections, ${report.load.seconds} s per round, the median of ${report.load.rounds} round${report.load.rounds > 1 ? 's' : ''} for each side after ${warmUp(report.load.warmUpRounds)} (${report.load.targetRounds} after ${warmUp(report.load.targetWarmUpRounds)} for the scenarios with a prepared target), floor and server alternately.`,
     ...(report.aa
       ? [
           '',
