@@ -138,12 +138,34 @@ export class Parameters {
   }
 }
 
+type QueryCallback = (error: Error | undefined, result: pg.QueryResult) => void;
+
+/**
+ * A named statement sent as the driver's own Query, made from its text and then named: handed a
+ * config object instead, the driver copies it through its property descriptors at every call (5 us,
+ * a few per cent of an emoji deactivation's CPU), which a text is spared.
+ */
+function namedQuery(db: Queryable, statement: NamedStatement, values: readonly unknown[]): Promise<pg.QueryResult> {
+  const query = new pg.Query(statement.text, values as unknown[]) as pg.Query & { name: string };
+  query.name = statement.name;
+  const submitted = new Promise<pg.QueryResult>((resolve, reject) =>
+    (db as unknown as { query(query: pg.Query, callback: QueryCallback): void }).query(query, (error, result) =>
+      error ? reject(error) : resolve(result),
+    ),
+  );
+  // As the driver does for its own promises: a stack that leads back to the caller, not to the socket's read.
+  return submitted.catch((error: Error) => {
+    Error.captureStackTrace(error);
+    throw error;
+  });
+}
+
 /** Named statements go to the driver with their name (it prepares each once per connection) when `prepare`. */
 function rowsOver(db: Queryable, prepare: boolean) {
   return async <Row>(statement: string | NamedStatement, values: readonly unknown[]) => {
     if (typeof statement === 'string') return (await db.query(statement, values as unknown[])).rows as Row[];
     if (!prepare) return (await db.query(statement.text, values as unknown[])).rows as Row[];
-    return (await db.query({ name: statement.name, text: statement.text, values: values as unknown[] })).rows as Row[];
+    return (await namedQuery(db, statement, values)).rows as Row[];
   };
 }
 

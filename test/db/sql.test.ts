@@ -2,7 +2,7 @@
 // else (NULL elements, other types) exactly as the driver parses it.
 import pg from 'pg';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { SQL_TYPE_PARSERS, sqlOver, type Sql } from '../../src/db/sql.js';
+import { namedStatement, SQL_TYPE_PARSERS, sqlOver, type Sql } from '../../src/db/sql.js';
 import { testDatabaseUrl } from '../support/server.js';
 
 let pool: pg.Pool;
@@ -51,4 +51,24 @@ test('whole numbers digit by digit, long ones and nested arrays as the driver re
       [3, 4],
     ],
   });
+});
+
+test('named statements are prepared once on a connection, answer through the pool and in transactions, and reject with their errors', async () => {
+  const onePool = new pg.Pool({ connectionString: await testDatabaseUrl(), types: SQL_TYPE_PARSERS, max: 1 });
+  try {
+    const named = sqlOver(onePool, 'BEGIN', true);
+    const next = namedStatement('test.next', 'SELECT $1::int + 1 AS next, ARRAY[$1::int] AS ids');
+    expect(await named.rows(next, [1])).toEqual([{ next: 2, ids: [1] }]);
+    expect(await named.transaction((tx) => tx.rows(next, [2]))).toEqual([{ next: 3, ids: [2] }]);
+    const divide = namedStatement('test.divide', 'SELECT 1 / $1::int AS quotient');
+    const refused = await named.rows(divide, [0]).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: '22012' });
+    expect((refused as Error).stack).toContain('sql.test.ts');
+    await expect(named.transaction((tx) => tx.rows(divide, [0]))).rejects.toMatchObject({ code: '22012' });
+    expect(await named.rows(next, [5])).toEqual([{ next: 6, ids: [5] }]);
+    const { rows } = await onePool.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name');
+    expect(rows.map((row) => row.name)).toEqual([divide.name, next.name]);
+  } finally {
+    await onePool.end();
+  }
 });
