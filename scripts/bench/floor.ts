@@ -13,7 +13,7 @@ import { parseRateRules } from '../../src/domain/auth/rate-limit.js';
 import { emojiDict } from '../../src/domain/emoji/custom-emoji.js';
 import { renderInvitationEmail } from '../../src/domain/email/invitation-email.js';
 import { generateConfirmationKey } from '../../src/domain/invitations/confirmation-key.js';
-import { SQL_TYPE_PARSERS } from '../../src/db/sql.js';
+import { namedQuery, SQL_TYPE_PARSERS } from '../../src/db/sql.js';
 import { preparedStatementsSetting, preparesStatements } from '../../src/db/prepared-statements.js';
 import { encodeCursor } from '../../src/domain/connections.js';
 import { unixSecondsOfMs } from '../../src/domain/time.js';
@@ -43,7 +43,7 @@ function nameOf(text: string): string {
   return name;
 }
 function query(db: pg.Pool | pg.PoolClient, text: string, values: unknown[]) {
-  return prepares ? db.query({ name: nameOf(text), text, values }) : db.query(text, values);
+  return prepares ? namedQuery(db, { name: nameOf(text), text }, values) : db.query(text, values);
 }
 const validityMinutes = Number(process.env.INVITATION_LINK_VALIDITY_MINUTES || 14400);
 

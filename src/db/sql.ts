@@ -145,7 +145,7 @@ type QueryCallback = (error: Error | undefined, result: pg.QueryResult) => void;
  * config object instead, the driver copies it through its property descriptors at every call (5 us,
  * a few per cent of an emoji deactivation's CPU), which a text is spared.
  */
-function namedQuery(db: Queryable, statement: NamedStatement, values: readonly unknown[]): Promise<pg.QueryResult> {
+export function namedQuery(db: Queryable, statement: NamedStatement, values: readonly unknown[]): Promise<pg.QueryResult> {
   const query = new pg.Query(statement.text, values as unknown[]) as pg.Query & { name: string };
   query.name = statement.name;
   const submitted = new Promise<pg.QueryResult>((resolve, reject) =>
