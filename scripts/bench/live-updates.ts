@@ -377,7 +377,7 @@ export async function runLive({ databaseUrl, env, workDir, db, org, sizes, throu
     const reachedMs = await countsReach(b, { streams: n - wsMissing }, 10_000, 10);
     const lastClose = await closed;
     const sseClosingMs = lastClose - closingStarted;
-    // A reading can only reach the count after the last close; the clamp keeps the two clocks' last microseconds out.
+    // The last close is stamped once the clients' loop has returned: a reading may come in just before the stamp (0 then).
     const sseFreedMs = reachedMs === null ? null : Math.max(0, closingStarted + reachedMs - lastClose);
     await sleep(1_000);
     const afterSseClosed = rssOf(pid);

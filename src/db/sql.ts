@@ -142,8 +142,8 @@ type QueryCallback = (error: Error | undefined, result: pg.QueryResult) => void;
 
 /**
  * A named statement sent as the driver's own Query, made from its text and then named: handed a
- * config object instead, the driver copies it through its property descriptors at every call (5 us,
- * a few per cent of an emoji deactivation's CPU), which a text is spared.
+ * config object instead, the driver copies it through its property descriptors at every call (5 us
+ * a statement, against 0.05 for a text).
  */
 export function namedQuery(db: Queryable, statement: NamedStatement, values: readonly unknown[]): Promise<pg.QueryResult> {
   const query = new pg.Query(statement.text, values as unknown[]) as pg.Query & { name: string };
