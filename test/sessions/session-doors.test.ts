@@ -3,13 +3,14 @@
 // WebSocket; never /api/v1. And when a session ends: sign-out, two weeks, its user's or
 // organization's deactivation, a password change or reset, in every process at once (long-lived
 // requests included).
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { removeExpiredSessions } from '../../src/domain/auth/sessions.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
 import { callApi } from '../support/rest.js';
 import { givePassword, PASSWORD, postForm, signIn, type SignedIn } from '../support/sessions.js';
-import { runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
+import { runOnTestDatabase, startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
 import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
 
@@ -333,17 +334,14 @@ const EmojiChanges = graphql(`
 `);
 
 describe.each(TRANSPORTS)('a subscription over %s with the session', (transport: Transport) => {
-  async function follow(session: SignedIn) {
+  /** A subscription with the session, or with a Basic Authorization header. */
+  async function follow(credentials: SignedIn | string) {
     const before = server.app.eventStreams!.size;
     // The cookie travels with the SSE request, or with the WebSocket's handshake (no connection_init credentials).
-    const subscription = subscribe(
-      transport,
-      server.url,
-      undefined,
-      EmojiChanges,
-      {},
-      { headers: { cookie: session.cookie }, connectionParams: {} },
-    );
+    const subscription =
+      typeof credentials === 'string'
+        ? subscribe(transport, server.url, credentials, EmojiChanges, {})
+        : subscribe(transport, server.url, undefined, EmojiChanges, {}, { headers: { cookie: credentials.cookie }, connectionParams: {} });
     open.push(subscription as OpenSubscription<unknown>);
     const first = subscription.next(300);
     await eventually(() => server.app.eventStreams!.size > before, 15_000);
@@ -380,6 +378,30 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
     ]);
     await removeExpiredSessions(server.app.sql);
     expect(await subscription.next()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+  });
+
+  test('an event heard while the session is checked again waits for the check: the deactivated user is sent the refusal, not the event', async () => {
+    const { world, session } = await signedInWorld();
+    const subscription = await follow(session);
+    const owners = await follow(world.users.owner.auth);
+    const locker = new pg.Client({ connectionString: await testDatabaseUrl() });
+    await locker.connect();
+    try {
+      // The check reads the session: held back here until the event has reached the member's stream.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE user_session IN ACCESS EXCLUSIVE MODE');
+      await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.member.id]);
+      const checkWaiting = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM user_session s%'`;
+      await eventually(async () => ((await locker.query(checkWaiting)).rowCount ?? 0) > 0, 15_000);
+      await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth });
+      // The owner's stream has the event: the reader hands each event to every stream at once, the member's included.
+      expect(await owners.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED' } } });
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    expect(await subscription.next()).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+    expect(await subscription.next()).toBe('ended');
   });
 
   test('follows a regenerated key: a later deactivation still ends it', async () => {

@@ -5,7 +5,7 @@
 import type { AppContext } from '../../app-context.js';
 import type { NotificationSubscriber } from '../../db/notifications.js';
 import type { Actor } from '../auth/authenticate.js';
-import { CredentialWatch, type HeldCredentials } from '../auth/held-credentials.js';
+import { CredentialWatch, type CredentialWatching, type HeldCredentials } from '../auth/held-credentials.js';
 import { removeExpiredSessions } from '../auth/sessions.js';
 import { activeTraceContext, inSpan, type Span } from '../../tracing/spans.js';
 import type { EventReader } from './reader.js';
@@ -52,7 +52,7 @@ class WaitingPoll {
   private checkAgain = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private unsubscribe: () => void = () => {};
-  private unwatch: () => void = () => {};
+  private watching: CredentialWatching | undefined;
   readonly until = Date.now() + LONGEST_WAIT_SECS * 1000;
   /** The waiting request's trace: an answer the event reader or a takeover starts belongs there. */
   private readonly trace = activeTraceContext();
@@ -72,7 +72,7 @@ class WaitingPoll {
     this.unsubscribe = reader.subscribe({ organizationId: this.queue.organizationId, userId: this.queue.userId, types }, () =>
       this.check(),
     );
-    this.unwatch = this.polls.credentialWatch.watch(this.credentials, { refused: (error) => this.fail(error) });
+    this.watching = this.polls.credentialWatch.watch(this.credentials, { refused: (error) => this.fail(error) });
     this.heartbeat = setTimeout(() => void this.beat(), heartbeatMs);
     try {
       await reader.ready();
@@ -129,12 +129,15 @@ class WaitingPoll {
     this.done = true;
     clearTimeout(this.heartbeat);
     this.unsubscribe();
-    this.unwatch();
+    this.watching?.stop();
     this.polls.forget(this);
     return true;
   }
 
   private async finish(events: DeliveredEvent[], span?: Span): Promise<void> {
+    // A check of the credentials in flight: the answer waits for it (a refusal answers instead).
+    const settled = this.watching?.settled();
+    if (settled) await settled;
     if (!this.stop()) return;
     span?.setAttribute('events.count', events.length);
     await endWaiting(this.polls.app.sql, this.queue.id, this.until).catch(() => {});

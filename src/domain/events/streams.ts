@@ -97,6 +97,7 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   private ending: DomainError | null | undefined;
   private done = false;
   private readonly stops: (() => void)[] = [];
+  private credentialsSettled: () => Promise<void> | undefined = () => undefined;
 
   /** Delivered (or, while replaying, read) up to this position: the stream holds only later events. */
   private delivered = 0;
@@ -124,6 +125,11 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
 
   onEnd(stop: () => void): void {
     this.stops.push(stop);
+  }
+
+  /** While a check of the subscriber's credentials is in flight, the next event waits for its outcome. */
+  deliverAfter(settled: () => Promise<void> | undefined): void {
+    this.credentialsSettled = settled;
   }
 
   /** Positioned in the log (its start known): what commits from now on reaches it. */
@@ -158,6 +164,8 @@ class EventStream implements AsyncIterableIterator<StreamItem> {
   }
 
   async next(): Promise<IteratorResult<StreamItem>> {
+    const settled = this.credentialsSettled();
+    if (settled) await settled;
     if (this.done) return { value: undefined, done: true };
     if (this.replaying) await this.replayPage();
     const event = this.replayed.shift() ?? this.nextHeld();
@@ -247,7 +255,9 @@ export class EventStreams {
       ),
     );
     const refused = (error: unknown) => stream.end(error instanceof DomainError ? error : null);
-    stream.onEnd(this.credentialWatch.watch(credentials, { refused, renewed: request.renewed }));
+    const watching = this.credentialWatch.watch(credentials, { refused, renewed: request.renewed });
+    stream.onEnd(watching.stop);
+    stream.deliverAfter(watching.settled);
     try {
       await this.reader.ready();
       const log = await this.logState();
