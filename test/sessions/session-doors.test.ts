@@ -3,14 +3,13 @@
 // WebSocket; never /api/v1. And when a session ends: sign-out, two weeks, its user's or
 // organization's deactivation, a password change or reset, in every process at once (long-lived
 // requests included).
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { removeExpiredSessions } from '../../src/domain/auth/sessions.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
 import { callApi } from '../support/rest.js';
 import { givePassword, PASSWORD, postForm, signIn, type SignedIn } from '../support/sessions.js';
-import { runOnTestDatabase, startTestServer, testDatabaseUrl, type TestServer } from '../support/server.js';
+import { connectToTestDatabase, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
 import { eventually, subscribe, TRANSPORTS, type OpenSubscription, type Transport } from '../support/subscriptions.js';
 import { createWorld, type World, type WorldUserName } from '../support/world.js';
 
@@ -384,14 +383,13 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
     const { world, session } = await signedInWorld();
     const subscription = await follow(session);
     const owners = await follow(world.users.owner.auth);
-    const locker = new pg.Client({ connectionString: await testDatabaseUrl() });
-    await locker.connect();
+    const locker = await connectToTestDatabase();
     try {
       // The check reads the session: held back here until the event has reached the member's stream.
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE user_session IN ACCESS EXCLUSIVE MODE');
       await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.member.id]);
-      const checkWaiting = `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM user_session s%'`;
+      const checkWaiting = `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM user_session s%'`;
       await eventually(async () => ((await locker.query(checkWaiting)).rowCount ?? 0) > 0, 15_000);
       await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth });
       // The owner's stream has the event: the reader hands each event to every stream at once, the member's included.
