@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { removeExpiredSessions } from '../../src/domain/auth/sessions.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
+import { lockWaitersOf } from '../support/contention.js';
 import { callApi } from '../support/rest.js';
 import { givePassword, PASSWORD, postForm, signIn, type SignedIn } from '../support/sessions.js';
 import { connectToTestDatabase, runOnTestDatabase, startTestServer, type TestServer } from '../support/server.js';
@@ -389,8 +390,7 @@ describe.each(TRANSPORTS)('a subscription over %s with the session', (transport:
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE user_session IN ACCESS EXCLUSIVE MODE');
       await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.member.id]);
-      const checkWaiting = `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM user_session s%'`;
-      await eventually(async () => ((await locker.query(checkWaiting)).rowCount ?? 0) > 0, 15_000);
+      await eventually(async () => (await lockWaitersOf(locker)).some((waiter) => waiter.query.includes('FROM user_session s')), 15_000);
       await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth });
       // The owner's stream has the event: the reader hands each event to every stream at once, the member's included.
       expect(await owners.next()).toMatchObject({ data: { customEmojiChanged: { change: 'DEACTIVATED' } } });
