@@ -75,11 +75,17 @@ function badWrites(side: string, round: Round, i: number): string[] {
   return [...unwritten, ...round.writes.problems].map((problem) => `${side}, round ${i + 1}: ${problem}`);
 }
 
+/** Where one side's rounds answered other than agreed, or left rows unwritten or broken. */
+export const sideMismatches = (side: string, rounds: Round[], expected: Answer): string[] => [
+  ...answerMismatches(side, rounds, expected),
+  ...rounds.flatMap((round, i) => badWrites(side, round, i)),
+];
+
 /** What differed between the sides' rounds (answers, rows written); empty when they agree. */
 export function roundMismatches(floor: Round[], real: Round[], expected: Answer): string[] {
   const rows = floor.flatMap((round, i) => {
     const difference = differentWrites(round.writes, real[i]!.writes);
-    return [...(difference ? [`round ${i + 1}: ${difference}`] : []), ...badWrites('floor', round, i), ...badWrites('server', real[i]!, i)];
+    return difference ? [`round ${i + 1}: ${difference}`] : [];
   });
-  return [...answerMismatches('floor', floor, expected), ...answerMismatches('server', real, expected), ...rows];
+  return [...sideMismatches('floor', floor, expected), ...sideMismatches('server', real, expected), ...rows];
 }

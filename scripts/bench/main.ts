@@ -15,6 +15,7 @@ import { generateApiKey } from '../../src/domain/users/api-keys.js';
 import { pendingInvitationsStatement } from '../../src/domain/invitations/statements.js';
 import { agreedAnswer, roundMismatches, type Pair } from './compare.js';
 import { freshDatabaseBeside } from './databases.js';
+import { freshRounds } from './fresh-processes.js';
 import { statementsPerSecond, type StatementAlone } from './database-limit.js';
 import { HOSTILE_SCENARIO, hostileMarkdown, runHostile, type HostileResult } from './hostile.js';
 import {
@@ -101,6 +102,13 @@ const TARGET_ROUNDS = flags.quick ? 1 : 5;
  */
 const WARM_UP_ROUNDS = 1;
 const TARGET_WARM_UP_ROUNDS = flags.quick ? 1 : 2;
+/**
+ * The judgement against the baseline build (scripts/bench/fresh-processes.ts): fresh processes per
+ * side and scenario, each with TARGET_WARM_UP_ROUNDS of warm-up and FRESH_ROUNDS counted. Three
+ * processes of two rounds rather than two of three: processes differ more than rounds do.
+ */
+const FRESH_PROCESSES = flags.quick ? 1 : 3;
+const FRESH_ROUNDS = flags.quick ? 1 : 2;
 const LOAD = {
   connections: 8,
   seconds: flags.quick ? 2 : 6,
@@ -108,6 +116,8 @@ const LOAD = {
   warmUpRounds: WARM_UP_ROUNDS,
   targetRounds: TARGET_ROUNDS,
   targetWarmUpRounds: TARGET_WARM_UP_ROUNDS,
+  freshProcesses: FRESH_PROCESSES,
+  freshRounds: FRESH_ROUNDS,
 };
 /** A round's load on one mode's database: PostgreSQL's CPU is read from its cluster's processes only. */
 type ModeLoad = typeof LOAD & { postmaster?: number };
@@ -354,6 +364,7 @@ interface Sides extends Pair {
 const cpuOf = (rounds: Round[]) => rounds.map((round) => round.cpuMsPerRequest);
 const postgresCpuOf = (rounds: Round[]) => rounds.map((round) => round.postgresCpuMsPerRequest);
 const middle = <T>(sorted: T[]) => sorted[Math.floor((sorted.length - 1) / 2)]!;
+const middleOf = (values: number[]) => middle([...values].sort((a, b) => a - b));
 
 /**
  * Alternates floor and server (and the comparisons, when the scenario has a prepared target),
@@ -404,7 +415,7 @@ async function measure(
     cpuRounds: { real: cpuOf(rounds.real), floor: cpuOf(rounds.floor), ...ofOthers(cpuOf) },
     postgresCpuRounds: { real: postgresCpuOf(rounds.real), floor: postgresCpuOf(rounds.floor), ...ofOthers(postgresCpuOf) },
     databaseLimit: medianAlone?.perSecond,
-    databaseAlonePostgresCpuMs: alone.length ? middle(alone.map((one) => one.postgresCpuMs).sort((a, b) => a - b)) : undefined,
+    databaseAlonePostgresCpuMs: alone.length ? middleOf(alone.map((one) => one.postgresCpuMs)) : undefined,
     serverPeakRss,
     mismatches: [
       ...roundMismatches(rounds.floor, rounds.real, expected),
@@ -466,25 +477,52 @@ type ModeResults = ModeResult & {
 };
 
 /**
- * The comparison sides of the prepared targets' scenarios. PGAPPNAME "bench...": their backends are
- * left out of the server's database memory, as the floor's are.
+ * How the processes beside the server connect. PGAPPNAME "bench...": their backends are left out of
+ * the server's database memory, as the floor's are.
  */
+const besideEnv = (databaseUrl: string, name: string) => ({ ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl, PGAPPNAME: `bench ${name}` });
+
+/** The same build unprepared, beside the server for the whole of the prepared targets' scenarios. */
 async function startComparisons(databaseUrl: string, workDir: string): Promise<Partial<Record<Comparison, BenchProcess>>> {
-  const env = (name: string) => ({ ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl, PGAPPNAME: `bench ${name}` });
   const unprepared = await startProcess(
     'server (DATABASE_PREPARED_STATEMENTS=off)',
     realServerCommand(),
-    { ...env('unprepared server'), DATABASE_PREPARED_STATEMENTS: 'off' },
+    { ...besideEnv(databaseUrl, 'unprepared server'), DATABASE_PREPARED_STATEMENTS: 'off' },
     join(workDir, 'server-unprepared'),
   );
-  if (!flags.baseline) return { unprepared };
-  const baseline = await startProcess(
-    `baseline build (${flags.baseline})`,
-    realServerCommand(flags.baseline),
-    env('baseline build'),
-    join(workDir, 'baseline'),
+  return { unprepared };
+}
+
+/**
+ * The server and the baseline build (`--baseline`) in fresh processes on a prepared target's
+ * scenario: the baseline's figures, and the server's to judge them against.
+ */
+async function measureAgainstBaseline(
+  scenario: Scenario,
+  result: ScenarioResult,
+  floor: BenchProcess,
+  baseline: string,
+  databaseUrl: string,
+  workDir: string,
+  load: ModeLoad,
+): Promise<ScenarioResult> {
+  const sides = {
+    real: { name: 'server', command: realServerCommand(), env: besideEnv(databaseUrl, 'fresh server') },
+    compared: { name: `baseline build (${baseline})`, command: realServerCommand(baseline), env: besideEnv(databaseUrl, 'baseline build') },
+  };
+  const processes = { processes: load.freshProcesses, warmUpRounds: load.targetWarmUpRounds, rounds: load.freshRounds };
+  const fresh = await freshRounds(scenario, floor, sides, workDir, { ...load, ...processes });
+  console.error(
+    `${scenario.name}, fresh processes: server ${middleOf(cpuOf(fresh.real)).toFixed(2)} ms CPU per request, ` +
+      `baseline build ${middleOf(cpuOf(fresh.compared)).toFixed(2)} (medians)`,
   );
-  return { unprepared, baseline };
+  return {
+    ...result,
+    baseline: median(fresh.compared),
+    cpuRounds: { ...result.cpuRounds!, fresh: cpuOf(fresh.real), baseline: cpuOf(fresh.compared) },
+    postgresCpuRounds: { ...result.postgresCpuRounds!, fresh: postgresCpuOf(fresh.real), baseline: postgresCpuOf(fresh.compared) },
+    mismatches: [...result.mismatches, ...fresh.mismatches],
+  };
 }
 
 const stopAll = async (processes: Partial<Record<Comparison, BenchProcess>>) => {
@@ -548,11 +586,15 @@ async function benchMode(mode: Mode): Promise<ModeResults> {
       const sides = judged ? { ...pair, comparisons } : pair;
       const scenarioLoad = judged ? { ...load, rounds: load.targetRounds, warmUpRounds: load.targetWarmUpRounds } : load;
       // A rate-limited scenario runs a second server and floor on the database: its memory then is not the normal load's.
-      const result = scenario.rateLimited
+      const measured = scenario.rateLimited
         ? await realRss.withoutDatabase(() =>
             measureRateLimited(scenario, { ...THROUGHPUT_ENV, DATABASE_URL: databaseUrl }, workDir, db!, load),
           )
         : await measure(scenario, sides, databaseUrl, scenarioLoad, realRss.sampleDatabase);
+      const result =
+        judged && flags.baseline
+          ? await measureAgainstBaseline(scenario, measured, floor, flags.baseline, databaseUrl, workDir, load)
+          : measured;
       for (const mismatch of result.mismatches)
         violation(`${mode.kind}: ${scenario.name}`, `floor and server did not do the same work: ${mismatch}`);
       results.push({ ...result, preparedTarget: entry.preparedTarget });

@@ -9,6 +9,8 @@ interface CpuRounds {
   floor: number[];
   unprepared?: number[];
   baseline?: number[];
+  /** The server in fresh processes (scripts/bench/fresh-processes.ts), beside the baseline build's. */
+  fresh?: number[];
 }
 
 export interface ScenarioResult {
@@ -17,7 +19,7 @@ export interface ScenarioResult {
   floor: Round;
   /** The same build with DATABASE_PREPARED_STATEMENTS=off (its median round), for the scenarios with a prepared target. */
   unprepared?: Round;
-  /** The build of `--baseline` (its median round), on the same scenarios. */
+  /** The build of `--baseline` (its median round, of its fresh processes' rounds), on the same scenarios. */
   baseline?: Round;
   /** The server's and the floor's own CPU per request, round by round. */
   cpuRounds?: CpuRounds;
@@ -85,7 +87,7 @@ const spread = (values: number[] | undefined) =>
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? 'n/a' : fixed(a / b, 2));
 
 type Side = keyof CpuRounds;
-const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared', baseline: 'baseline' } as const;
+const SIDES = { real: 'real', floor: 'floor', unprepared: 'unprepared', baseline: 'baseline', fresh: 'fresh' } as const;
 /** What the server's prepared targets are judged against. */
 export type Comparison = typeof SIDES.unprepared | typeof SIDES.baseline;
 export const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
@@ -95,7 +97,11 @@ const postgresSides = (scenarios: ScenarioResult[]): Side[] =>
   hasBaseline(scenarios) ? [SIDES.real, SIDES.unprepared, SIDES.baseline, SIDES.floor] : [SIDES.real, SIDES.unprepared, SIDES.floor];
 const sideHeaders = (sides: Side[], prefix: string) =>
   sides.map((side) =>
-    side === SIDES.real ? `${prefix}server` : side === SIDES.floor ? `${prefix}floor` : `${prefix}${COMPARISON_NAMES[side]}`,
+    side === SIDES.real || side === SIDES.fresh
+      ? `${prefix}server`
+      : side === SIDES.floor
+        ? `${prefix}floor`
+        : `${prefix}${COMPARISON_NAMES[side]}`,
   );
 
 /**
@@ -105,7 +111,7 @@ const sideHeaders = (sides: Side[], prefix: string) =>
 function cpuMedian(s: ScenarioResult, side: Side, of: 'own' | 'postgres'): number | undefined {
   const rounds = (of === 'own' ? s.cpuRounds : s.postgresCpuRounds)?.[side];
   if (rounds?.length) return medianOf(rounds);
-  const round = s[side];
+  const round = side === SIDES.fresh ? undefined : s[side];
   return of === 'own' ? round?.cpuMsPerRequest : round?.postgresCpuMsPerRequest;
 }
 
@@ -134,6 +140,10 @@ function cpuTable(scenarios: ScenarioResult[]): string[] {
   return lines;
 }
 
+/** The server's figures a comparison is judged against: its fresh processes' beside the baseline build's fresh ones. */
+const serverSideAgainst = (s: ScenarioResult, against: Comparison): Side =>
+  against === SIDES.baseline && s.cpuRounds?.fresh?.length ? SIDES.fresh : SIDES.real;
+
 interface PreparedTargetResult {
   name: string;
   target: number;
@@ -150,8 +160,9 @@ interface PreparedTargetResult {
 function preparedTargets(scenarios: ScenarioResult[], against: Comparison): PreparedTargetResult[] {
   return scenarios.flatMap((s) => {
     if (s.preparedTarget === undefined || !s.postgresCpuRounds?.[against]?.length || !s.cpuRounds?.[against]?.length) return [];
-    const [prepared, compared] = [cpuMedian(s, SIDES.real, 'postgres')!, cpuMedian(s, against, 'postgres')!];
-    const server = { prepared: cpuMedian(s, SIDES.real, 'own')!, compared: cpuMedian(s, against, 'own')! };
+    const real = serverSideAgainst(s, against);
+    const [prepared, compared] = [cpuMedian(s, real, 'postgres')!, cpuMedian(s, against, 'postgres')!];
+    const server = { prepared: cpuMedian(s, real, 'own')!, compared: cpuMedian(s, against, 'own')! };
     return [
       {
         name: s.name,
@@ -169,11 +180,16 @@ function preparedTargetsTable(scenarios: ScenarioResult[], against: Comparison):
   const results = preparedTargets(scenarios, against);
   if (results.length === 0) return [];
   const name = COMPARISON_NAMES[against];
+  const fresh = scenarios.some((s) => serverSideAgainst(s, against) === SIDES.fresh);
   const lines = [
     '',
     `Prepared statements' targets against the ${name} (the medians of each side's rounds, their spread in parentheses): ` +
       `PostgreSQL's CPU per request under the server at most the target's fraction of its CPU under the ${name}; the server's ` +
-      `own CPU per request not above the ${name}'s.`,
+      `own CPU per request not above the ${name}'s.` +
+      (fresh
+        ? ` Both sides in fresh processes, several a side, each started for one scenario alone, their counted rounds pooled (the server's ` +
+          'figures here are not those of the long-lived server above).'
+        : ''),
     '',
     `| Scenario | PostgreSQL ms, server | ${name} | ratio | target | | server CPU ms, server | ${name} | |`,
     '|---|---:|---:|---:|---:|---|---:|---:|---|',
@@ -181,14 +197,15 @@ function preparedTargetsTable(scenarios: ScenarioResult[], against: Comparison):
   for (const r of results) {
     const s = scenarios.find((one) => one.name === r.name)!;
     const withSpread = (value: number, rounds: number[] | undefined) => `${fixed(value, 2)} (${spread(rounds)})`;
+    const real = serverSideAgainst(s, against);
     const postgres = [
-      withSpread(r.postgres.prepared, s.postgresCpuRounds?.real),
+      withSpread(r.postgres.prepared, s.postgresCpuRounds?.[real]),
       withSpread(r.postgres.compared, s.postgresCpuRounds?.[against]),
       fixed(r.postgres.ratio, 2),
       `<= ${r.target}`,
       metOrMissed(r.postgres.met),
     ];
-    const server = [withSpread(r.server.prepared, s.cpuRounds?.real), withSpread(r.server.compared, s.cpuRounds?.[against])];
+    const server = [withSpread(r.server.prepared, s.cpuRounds?.[real]), withSpread(r.server.compared, s.cpuRounds?.[against])];
     lines.push(`| ${r.name} | ${postgres.join(' | ')} | ${server.join(' | ')} | ${metOrMissed(r.server.met)} |`);
   }
   return lines;
@@ -224,7 +241,17 @@ export function markdownReport(report: {
   baseline?: string;
   date: string;
   machine: Awaited<ReturnType<typeof machineFacts>>;
-  load: { connections: number; seconds: number; rounds: number; warmUpRounds: number; targetRounds: number; targetWarmUpRounds: number };
+  load: {
+    connections: number;
+    seconds: number;
+    rounds: number;
+    warmUpRounds: number;
+    targetRounds: number;
+    targetWarmUpRounds: number;
+    /** Results written before the baseline build ran in fresh processes have none. */
+    freshProcesses?: number;
+    freshRounds?: number;
+  };
   modes: ModeResult[];
 }): string {
   const m = report.machine;
@@ -240,7 +267,14 @@ export function markdownReport(report: {
         ]
       : []),
     ...(report.baseline
-      ? ['', `Baseline build (\`--baseline\`): ${report.baseline}, started as its own \`npm start\` starts it, on the same data.`]
+      ? [
+          '',
+          `Baseline build (\`--baseline\`): ${report.baseline}, started as its own \`npm start\` starts it, on the same data` +
+            (report.load.freshProcesses
+              ? `, in ${report.load.freshProcesses} fresh processes per scenario with a prepared target, each beside a fresh process of the server ` +
+                `(${warmUp(report.load.targetWarmUpRounds)}, then ${report.load.freshRounds} counted round${report.load.freshRounds === 1 ? '' : 's'} each, alternately).`
+              : '.'),
+        ]
       : []),
   ];
   const failed = report.modes.flatMap((mode) =>
