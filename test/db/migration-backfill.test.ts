@@ -4,7 +4,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { expect, inject, test } from 'vitest';
 import { applyMigrationsAndDisconnect } from '../../src/db/migrations.js';
-import { withDatabase, withEmptyDatabase } from '../support/postgres-databases.js';
+import { withEmptyDatabase } from '../support/postgres-databases.js';
 
 /** The last migration before links carried their message's send time. */
 const BEFORE_SEND_TIMES = '20261128220000_failed_login_release_notifications';
@@ -45,8 +45,7 @@ async function insertLinksWithoutSendTimes(db: pg.Client) {
 }
 
 test('links written before send times were copied get their message send time, and the column then requires one', async () => {
-  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_backfill', async (name) => {
-    const url = withDatabase(inject('databaseUrl'), name);
+  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_backfill', async ({ url }) => {
     const db = new pg.Client({ connectionString: url });
     try {
       await applyMigrationsAndDisconnect(new PrismaPg({ connectionString: url }), BEFORE_SEND_TIMES);

@@ -18,8 +18,8 @@ async function migrationNames(): Promise<string[]> {
 }
 
 test('two processes starting at once against one PostgreSQL migrate it once; opening again applies nothing', async () => {
-  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_migrate', async (name, admin) => {
-    const urls = { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), name), directUrl: withDatabase(inject('databaseUrl'), name) };
+  await withEmptyDatabase(inject('databaseUrl'), 'teamchat_migrate', async ({ name, url, admin }) => {
+    const urls = { databaseUrl: withDatabase(inject('pooledDatabaseUrl'), name), directUrl: url };
     const [first, second] = await Promise.all([openDatabase(urls), openDatabase(urls)]);
     const advisoryLocks = await admin.query(
       `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = $1)`,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, inject, test } from 'vitest';
 import { openDatabase, type DatabaseOptions } from '../../src/db/database.js';
 import { startServerProcess as startMain, stopServerProcess as stop, waitForOutput } from '../support/process.js';
-import { withDatabase, withEmptyDatabase } from '../support/postgres-databases.js';
+import { withEmptyDatabase } from '../support/postgres-databases.js';
 import { signIn } from '../support/sessions.js';
 
 const me = (baseUrl: string, authorization: string) =>
@@ -139,8 +139,7 @@ test('embedded database: the first start creates the demo and prints working cre
 // A database of its own on the tests' PostgreSQL server: the demo needs an empty one, and the shared one is not.
 describe('PostgreSQL named by DATABASE_URL', () => {
   test('the first start creates the demo and prints working credentials; the second creates nothing', async () => {
-    await withEmptyDatabase(inject('databaseUrl'), 'teamchat_demo', async (name) => {
-      const databaseUrl = withDatabase(inject('databaseUrl'), name);
+    await withEmptyDatabase(inject('databaseUrl'), 'teamchat_demo', async ({ url: databaseUrl }) => {
       await firstAndSecondStart({ DATABASE_URL: databaseUrl });
       await checkDatabase({ databaseUrl });
     });

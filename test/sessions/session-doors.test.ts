@@ -3,7 +3,7 @@
 // WebSocket; never /api/v1. And when a session ends: sign-out, two weeks, its user's or
 // organization's deactivation, a password change or reset, in every process at once (long-lived
 // requests included).
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { graphql } from '../generated/gql.js';
 import { removeExpiredSessions } from '../../src/domain/auth/sessions.js';
 import { setPassword } from '../../src/domain/auth/sign-in.js';
@@ -300,8 +300,8 @@ describe('a session ends', () => {
   });
 });
 
-test('a waiting GET /json/events is answered with 401 when its session signs out', async () => {
-  const { session } = await signedInWorld();
+/** A GET /json/events of the session on a new queue of emoji events, once it waits (its queue says so): its answer to come. */
+async function waitingEmojiPoll(session: SignedIn) {
   const registered = await callJson('/register', {
     method: 'POST',
     cookie: session.cookie,
@@ -310,16 +310,70 @@ test('a waiting GET /json/events is answered with 401 when its session signs out
   });
   expect(registered.status).toBe(200);
   const queueId = registered.body.queue_id as string;
-  const waiting = callJson(`/events?${new URLSearchParams({ queue_id: queueId, last_event_id: '-1' })}`, { cookie: session.cookie });
-  // The poll waits (its queue says so) before the session ends.
+  const answer = callJson(`/events?${new URLSearchParams({ queue_id: queueId, last_event_id: '-1' })}`, { cookie: session.cookie });
   await eventually(
     async () => (await server.app.prisma.eventQueue.findUniqueOrThrow({ where: { id: queueId } })).waitingUntil !== null,
     15_000,
   );
-  await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: session.csrfToken }, session.cookies);
-  const answer = await waiting;
-  expect(answer.status).toBe(401);
-  expect(answer.body).toEqual(NOT_LOGGED_IN);
+  return { answer };
+}
+
+/**
+ * A marker that a long poll has its answer ready and waits for its credentials' check in flight:
+ * resolves when a poll begun from now on asks after a check and finds one.
+ */
+function pollWaitingForCheck() {
+  const credentialWatch = server.app.eventPolls.credentialWatch;
+  const watch = credentialWatch.watch.bind(credentialWatch);
+  let heard!: () => void;
+  const marker = new Promise<void>((resolve) => (heard = resolve));
+  const spy = vi.spyOn(credentialWatch, 'watch').mockImplementation((credentials, outcomes) => {
+    const watching = watch(credentials, outcomes);
+    return {
+      stop: () => watching.stop(),
+      settled: () => {
+        const settled = watching.settled();
+        if (settled) heard();
+        return settled;
+      },
+    };
+  });
+  return { marker, restore: () => spy.mockRestore() };
+}
+
+describe('a waiting GET /json/events', () => {
+  test('is answered with 401 when its session signs out', async () => {
+    const { session } = await signedInWorld();
+    const poll = await waitingEmojiPoll(session);
+    await postForm(`${server.url}/accounts/logout/`, { csrfmiddlewaretoken: session.csrfToken }, session.cookies);
+    const answer = await poll.answer;
+    expect(answer.status).toBe(401);
+    expect(answer.body).toEqual(NOT_LOGGED_IN);
+  });
+
+  test('given an event while the session is checked again, waits for the check: the deactivated user is answered 401, not the event', async () => {
+    const { world, session } = await signedInWorld();
+    const watched = pollWaitingForCheck();
+    const locker = await connectToTestDatabase();
+    try {
+      const poll = await waitingEmojiPoll(session);
+      // The check reads the session: held back here until the poll has read the event and waits.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE user_session IN ACCESS EXCLUSIVE MODE');
+      await runOnTestDatabase(`UPDATE user_account SET "isActive" = false WHERE id = $1`, [world.users.member.id]);
+      await eventually(async () => (await lockWaitersOf(locker)).some((waiter) => waiter.query.includes('FROM user_session s')), 15_000);
+      await callApi(server.url, 'DELETE', '/realm/emoji/lighthouse', { authorization: world.users.owner.auth });
+      await watched.marker;
+      await locker.query('ROLLBACK');
+      const answer = await poll.answer;
+      expect(answer.status).toBe(401);
+      expect(answer.body).toEqual(NOT_LOGGED_IN);
+    } finally {
+      watched.restore();
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+  });
 });
 
 const EmojiChanges = graphql(`

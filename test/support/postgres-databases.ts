@@ -44,14 +44,18 @@ export async function dropDatabase(client: pg.Client, name: string): Promise<voi
 
 /**
  * An empty database of its own on the server `url` names, for a test that must see migrations run
- * (or a first start): `work` gets its name and an administrator's connection; dropped afterwards.
+ * (or a first start): `work` gets its name, its URL and an administrator's connection; dropped afterwards.
  */
-export async function withEmptyDatabase<T>(url: string, prefix: string, work: (name: string, admin: pg.Client) => Promise<T>): Promise<T> {
+export async function withEmptyDatabase<T>(
+  url: string,
+  prefix: string,
+  work: (database: { name: string; url: string; admin: pg.Client }) => Promise<T>,
+): Promise<T> {
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   return asAdmin(url, async (admin) => {
     await admin.query(`CREATE DATABASE "${name}"`);
     try {
-      return await work(name, admin);
+      return await work({ name, url: withDatabase(url, name), admin });
     } finally {
       await dropDatabase(admin, name);
     }
