@@ -127,7 +127,7 @@ function cpuTable(scenarios: ScenarioResult[]): string[] {
     "CPU ms per request (user + system, from /proc; the medians of each side's rounds): the server's and the floor's own " +
       "process, and PostgreSQL's processes (its cluster only) under each; the unprepared server is the same build with " +
       'DATABASE_PREPARED_STATEMENTS=off, on the scenarios with a prepared target' +
-      (hasBaseline(scenarios) ? ', as is the baseline build (`--baseline`):' : ':'),
+      (hasBaseline(scenarios) ? ', as is the baseline build (`--baseline`, its fresh processes):' : ':'),
     '',
     `| Scenario | server | floor | server / floor | PostgreSQL ${first} | ${others.join(' | ')} |`,
     `|---|---:|---:|---:|${sides.map(() => '---:').join('|')}|`,
