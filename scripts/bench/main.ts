@@ -507,7 +507,12 @@ async function measureAgainstBaseline(
   load: ModeLoad,
 ): Promise<ScenarioResult> {
   const sides = {
-    real: { name: 'server', command: realServerCommand(), env: besideEnv(databaseUrl, 'fresh server') },
+    real: {
+      name: 'server',
+      command: realServerCommand(),
+      // As the long-lived server runs: unprepared too with --a-a.
+      env: { ...besideEnv(databaseUrl, 'fresh server'), ...(flags['a-a'] && { DATABASE_PREPARED_STATEMENTS: 'off' }) },
+    },
     compared: { name: `baseline build (${baseline})`, command: realServerCommand(baseline), env: besideEnv(databaseUrl, 'baseline build') },
   };
   const processes = { processes: load.freshProcesses, warmUpRounds: load.targetWarmUpRounds, rounds: load.freshRounds };
