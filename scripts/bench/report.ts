@@ -93,15 +93,13 @@ export type Comparison = typeof SIDES.unprepared | typeof SIDES.baseline;
 export const COMPARISON_NAMES: Record<Comparison, string> = { unprepared: 'unprepared server', baseline: 'baseline build' };
 const hasBaseline = (scenarios: ScenarioResult[]) => scenarios.some((s) => s.baseline);
 /** The sides whose PostgreSQL CPU the tables show, the baseline build's when it ran. */
-const postgresSides = (scenarios: ScenarioResult[]): Side[] =>
+/** The sides the tables have a column for (the server's fresh processes show only in the baseline's targets). */
+type ColumnSide = Exclude<Side, typeof SIDES.fresh>;
+const postgresSides = (scenarios: ScenarioResult[]): ColumnSide[] =>
   hasBaseline(scenarios) ? [SIDES.real, SIDES.unprepared, SIDES.baseline, SIDES.floor] : [SIDES.real, SIDES.unprepared, SIDES.floor];
-const sideHeaders = (sides: Side[], prefix: string) =>
+const sideHeaders = (sides: ColumnSide[], prefix: string) =>
   sides.map((side) =>
-    side === SIDES.real || side === SIDES.fresh
-      ? `${prefix}server`
-      : side === SIDES.floor
-        ? `${prefix}floor`
-        : `${prefix}${COMPARISON_NAMES[side]}`,
+    side === SIDES.real ? `${prefix}server` : side === SIDES.floor ? `${prefix}floor` : `${prefix}${COMPARISON_NAMES[side]}`,
   );
 
 /**
